@@ -1,0 +1,36 @@
+"""The `kernelsage` command."""
+
+from __future__ import annotations
+
+import typer
+
+from kernelsage import __version__
+from kernelsage.cli.common import run_guarded
+from kernelsage.cli.memory import memory_app
+
+app = typer.Typer(
+    name="kernelsage",
+    help="Teach a frozen LLM to write fast, correct accelerator kernels by evolving an external memory.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(memory_app, name="memory")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"kernelsage {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """kernelsage: memory-evolving kernel agent."""
+
+
+def main() -> None:
+    """Console-script entry point: expected failures print one line, never a traceback."""
+    run_guarded(app)

@@ -1,0 +1,33 @@
+"""The library's exceptions: one base class, messages that name what is wrong and what to do."""
+
+
+class KernelsageError(Exception):
+    """Base class of every error kernelsage raises on purpose (an expected failure, not a bug)."""
+
+
+class ConfigurationError(KernelsageError):
+    """A setting, argument or input file is invalid."""
+
+
+class DatabaseError(KernelsageError):
+    """The memory database cannot be reached or lacks what kernelsage needs."""
+
+
+class NamespaceError(KernelsageError):
+    """A memory namespace is missing, exists already, or is used inconsistently."""
+
+
+class EmbeddingDimensionError(NamespaceError):
+    """A vector's dimension differs from the one fixed for its namespace."""
+
+
+class ReadOnlyMemoryError(KernelsageError):
+    """An update was attempted on a memory opened read-only."""
+
+
+class EpisodeError(KernelsageError):
+    """An episode record is inconsistent (e.g. adoption for an item that was never shown)."""
+
+
+class TransferFormatError(KernelsageError):
+    """An exported memory file is malformed."""

@@ -1,0 +1,77 @@
+"""Connections to the memory database: DATABASE_URL or the embedded server, a pool, clear failures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import ConnectionPool
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+
+from kernelsage.errors import DatabaseError
+from kernelsage.memory_backend.embedded import embedded_database_url
+
+CONNECT_ATTEMPTS = 4
+
+
+def database_url(data_dir: Path | None = None) -> str:
+    """DATABASE_URL when set, else the embedded server's URI (started on demand)."""
+    return os.environ.get("DATABASE_URL") or embedded_database_url(data_dir)
+
+
+def redact(url: str) -> str:
+    """The URL with its password hidden, for messages."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "<unparseable connection string>"
+    if params.get("password"):
+        params["password"] = "***"
+    return make_conninfo("", **params)
+
+
+@retry(
+    retry=retry_if_exception_type(psycopg.OperationalError),
+    stop=stop_after_attempt(CONNECT_ATTEMPTS),
+    wait=wait_exponential_jitter(initial=0.2, max=2.0),
+    reraise=True,
+)
+def _connect(url: str) -> psycopg.Connection:
+    return psycopg.connect(url, autocommit=True, connect_timeout=5)
+
+
+def ensure_vector_extension(url: str) -> None:
+    """Check the server is reachable and has pgvector, creating the extension if allowed."""
+    try:
+        conn = _connect(url)
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(
+            f"cannot reach the memory database at {redact(url)} after {CONNECT_ATTEMPTS} attempts: "
+            f"{str(exc).strip()}. Start the server, fix DATABASE_URL, or unset it to use the embedded server"
+        ) from exc
+    with conn:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error as exc:
+            raise DatabaseError(
+                f"the database at {redact(url)} has no usable pgvector extension ({str(exc).strip()}): "
+                "install pgvector and run CREATE EXTENSION vector as a superuser, or unset DATABASE_URL "
+                "to use the embedded server"
+            ) from exc
+
+
+def open_pool(url: str, *, max_size: int = 4) -> ConnectionPool:
+    """A connection pool with pgvector types registered on every connection."""
+    ensure_vector_extension(url)
+    pool = ConnectionPool(
+        url, min_size=1, max_size=max_size, configure=register_vector, open=False,
+        kwargs={"connect_timeout": 5},
+    )
+    try:
+        pool.open(wait=True, timeout=15)
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot open a connection pool to {redact(url)}: {exc}") from exc
+    return pool

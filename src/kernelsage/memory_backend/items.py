@@ -1,0 +1,114 @@
+"""What the store hands out and takes in: memory items, retrieval results, commit and consolidation reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kernelsage.memory_backend.records import Lifecycle, Tier
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewItem:
+    """An experience or knowledge item to store; the embedding is computed when not given."""
+
+    text: str  # the retrieval-facing rule text
+    evidence: str = ""
+    code_example: str | None = None
+    operator: str | None = None
+    source_episode: str | None = None
+    kind: str = "experience"  # experience | knowledge | rule
+    metadata: dict[str, Any] = field(default_factory=dict)
+    embedding: list[float] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryItem:
+    """One stored item with its statistics, lifecycle and provenance."""
+
+    id: int
+    kind: str
+    text: str
+    evidence: str
+    code_example: str | None
+    operator: str | None
+    source_episode: str | None
+    rule_text: str | None
+    tokens: int
+    rule_tokens: int | None
+    utility: float
+    n_ret: int
+    n_ret_cold: int
+    n_ado: int
+    adopting_ops: tuple[str, ...]
+    access: float
+    q_draft: float
+    q_refine: float
+    state: Lifecycle
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    promoted_at: datetime | None
+    demoted_at: datetime | None
+
+    @property
+    def resident_text(self) -> str:
+        """What the model sees: the abstracted rule once there is one, else the source text."""
+        return self.rule_text or self.text
+
+    @property
+    def resident_tokens(self) -> int:
+        return self.rule_tokens if self.rule_tokens is not None else self.tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShownItem:
+    """An item shown to the model this round: from hot memory or retrieved from cold memory."""
+
+    item: MemoryItem
+    tier: Tier
+    relevance: float | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retrieval:
+    cold: list[ShownItem]
+    hot: list[ShownItem]
+    hot_version: int
+
+    @property
+    def shown(self) -> list[ShownItem]:
+        return [*self.hot, *self.cold]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommitResult:
+    episode_id: str
+    applied: bool  # False when this episode had been committed before: nothing changed
+    terminal_score: float
+    credits: dict[int, float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsolidationResult:
+    hot_version: int
+    hot: tuple[int, ...]
+    promoted: tuple[int, ...]
+    demoted: tuple[int, ...]
+    validated: int
+    abstracted: int
+    tokens_used: int
+    budget: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamespaceInfo:
+    id: int
+    name: str
+    embedding_dim: int
+    embedding_model: str
+    episode_seq: int
+    hot_version: int
+    created_at: datetime

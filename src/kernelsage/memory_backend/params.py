@@ -1,0 +1,67 @@
+"""Every hyperparameter of the memory methods, in one place, with the published defaults (METHOD §6)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from kernelsage.errors import ConfigurationError
+
+
+@dataclass(frozen=True, kw_only=True)
+class SageParams:
+    """Hyperparameters of ATU, UGC, retrieval and the value-memory baseline.
+
+    Published defaults (same for every model and task set): delta = beta = 0.2, gamma = 0.3,
+    K_ado = K_op = 3, B = 10,000 tokens, eta_min = 0.05, mu = 0.1, T = 30 rounds.
+    Values marked "reconstruction" are not in the public record; they are ours.
+    """
+
+    # ATU (METHOD §4)
+    delta: float = 0.2  # terminal score of a failed episode is -delta
+    beta: float = 0.2  # credit of a shown but not adopted item is -beta
+    gamma: float = 0.3  # rerank weight of utility: score = relevance + gamma * u
+    eta_min: float = 0.05  # floor of the utility step size
+    # UGC (METHOD §5)
+    k_ado: int = 3  # adoptions needed before an item can become a rule
+    k_op: int = 3  # distinct adopting operators needed
+    hot_budget_tokens: int = 10_000  # B, the resident hot-memory budget
+    mu: float = 0.1  # access-estimate smoothing of resident rules
+    # Episodes (METHOD §1)
+    rounds: int = 30  # T, the interaction budget of an episode
+    # Retrieval (reconstruction): relevance pool size, items returned, HNSW candidate list
+    pool_size: int = 40
+    top_k: int = 6
+    ef_search: int = 200
+    # Value memory baseline, EvoKernel-style (METHOD §7; values are reconstruction)
+    value_alpha: float = 0.1  # Q <- Q + alpha (r - Q)
+    value_lambda: int = 3  # take top lambda*N by similarity, then N by Q
+    value_epsilon: float = 0.1  # epsilon-greedy exploration
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("delta", "beta", "gamma", "eta_min", "mu", "value_alpha", "value_epsilon"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                problems.append(f"{name}={value} must lie in [0, 1]")
+        for name in ("k_ado", "k_op", "hot_budget_tokens", "rounds", "pool_size", "top_k", "ef_search",
+                     "value_lambda"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name}={getattr(self, name)} must be at least 1")
+        if self.eta_min == 0.0:
+            problems.append("eta_min=0 would let utility freeze; use a positive floor")
+        if self.top_k > self.pool_size:
+            problems.append(f"top_k={self.top_k} exceeds pool_size={self.pool_size}")
+        if problems:
+            raise ConfigurationError("invalid SageParams: " + "; ".join(problems))
+
+    def with_overrides(self, **overrides: Any) -> SageParams:
+        """Return a copy with some values changed; unknown names are an error."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ConfigurationError(f"unknown SageParams field(s): {', '.join(unknown)}")
+        return replace(self, **overrides)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,102 @@
+"""Utility-Gated Consolidation (METHOD §5): pure functions over plain values."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from kernelsage.memory_backend.params import SageParams
+from kernelsage.memory_backend.records import ItemStats
+
+
+@dataclass(frozen=True, kw_only=True)
+class HotCandidate:
+    """An item competing for hot memory: a resident rule or a validated cold item."""
+
+    item_id: int
+    utility: float
+    access: float
+    tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsolidationPlan:
+    """How the hot set changes: promoted items enter, demoted rules return to validated."""
+
+    hot: tuple[int, ...]
+    promoted: tuple[int, ...]
+    demoted: tuple[int, ...]
+    tokens_used: int
+
+
+def is_validated(stats: ItemStats, params: SageParams) -> bool:
+    """The gate: u > 0, n_ado >= K_ado and adopted on >= K_op distinct operators."""
+    return stats.utility > 0 and stats.n_ado >= params.k_ado and len(stats.adopting_ops) >= params.k_op
+
+
+def cold_access_estimate(n_ret_cold: int, eligible_episodes: int) -> float:
+    """p before promotion: cold retrievals over the episodes in which the item was retrievable."""
+    if eligible_episodes <= 0:
+        return 0.0
+    return min(1.0, n_ret_cold / eligible_episodes)
+
+
+def update_access(access: float, adopted: bool, params: SageParams) -> float:
+    """p of a resident rule: p <- (1 - mu) p + mu * [adopted this episode]."""
+    return (1.0 - params.mu) * access + params.mu * (1.0 if adopted else 0.0)
+
+
+def priority(utility: float, access: float, tokens: int) -> float:
+    """priority = u * p / L."""
+    return utility * access / max(1, tokens)
+
+
+def select_hot(candidates: Sequence[HotCandidate], budget: int) -> list[int]:
+    """Greedy selection by priority under a token budget.
+
+    Scans in priority order (ties: fewer tokens, then lower id), takes each item that still fits,
+    skips one that does not and keeps scanning. Items with non-positive priority never become
+    resident: without positive utility and use there is no evidence the rule helps.
+    """
+    ranked = sorted(
+        (c for c in candidates if priority(c.utility, c.access, c.tokens) > 0),
+        key=lambda c: (-priority(c.utility, c.access, c.tokens), c.tokens, c.item_id),
+    )
+    return _take_while_fits(ranked, budget)
+
+
+def select_random(candidates: Sequence[HotCandidate], budget: int, rng: random.Random) -> list[int]:
+    """Ablation: the same budgeted scan over a random order of the pool."""
+    shuffled = sorted(candidates, key=lambda c: c.item_id)
+    rng.shuffle(shuffled)
+    return _take_while_fits(shuffled, budget)
+
+
+def _take_while_fits(ordered: Sequence[HotCandidate], budget: int) -> list[int]:
+    chosen: list[int] = []
+    used = 0
+    for candidate in ordered:
+        if used + candidate.tokens <= budget:
+            chosen.append(candidate.item_id)
+            used += candidate.tokens
+    return chosen
+
+
+def plan_consolidation(
+    current_hot: Collection[int], selected: Sequence[int], tokens: dict[int, int]
+) -> ConsolidationPlan:
+    """Compare the selected hot set with the current one."""
+    current = set(current_hot)
+    chosen = set(selected)
+    return ConsolidationPlan(
+        hot=tuple(sorted(chosen)),
+        promoted=tuple(sorted(chosen - current)),
+        demoted=tuple(sorted(current - chosen)),
+        tokens_used=sum(tokens[i] for i in chosen),
+    )
+
+
+def settle_cold_state(stats: ItemStats, params: SageParams) -> str:
+    """Lifecycle of a non-resident item after an episode: validated while it passes the gate, else cold."""
+    return "validated" if is_validated(stats, params) else "cold"
