@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
-import numpy as np
 import pytest
 
 from kernelsage.memory_backend.database import open_pool
@@ -34,8 +33,3 @@ def namespace() -> str:
     return f"test-{uuid.uuid4().hex[:12]}"
 
 
-def unit_vectors(count: int, dim: int = 16, seed: int = 0) -> np.ndarray:
-    """Random unit vectors: distinct directions for test items."""
-    rng = np.random.default_rng(seed)
-    vectors = rng.normal(size=(count, dim)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
@@ -36,7 +37,7 @@ def redact(url: str) -> str:
 @retry(
     retry=retry_if_exception_type(psycopg.OperationalError),
     stop=stop_after_attempt(CONNECT_ATTEMPTS),
-    wait=wait_exponential_jitter(initial=0.2, max=2.0),
+    wait=wait_exponential_jitter(multiplier=0.2, max=2.0, jitter=0.2),
     reraise=True,
 )
 def _connect(url: str) -> psycopg.Connection:
@@ -63,11 +64,16 @@ def ensure_vector_extension(url: str) -> None:
             ) from exc
 
 
+def _configure(conn: psycopg.Connection) -> None:
+    register_vector(conn)
+    conn.row_factory = dict_row  # type: ignore[assignment]
+
+
 def open_pool(url: str, *, max_size: int = 4) -> ConnectionPool:
-    """A connection pool with pgvector types registered on every connection."""
+    """A connection pool whose connections know pgvector types and return rows as dicts."""
     ensure_vector_extension(url)
     pool = ConnectionPool(
-        url, min_size=1, max_size=max_size, configure=register_vector, open=False,
+        url, min_size=1, max_size=max_size, configure=_configure, open=False,
         kwargs={"connect_timeout": 5},
     )
     try:

@@ -15,7 +15,6 @@ import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg import sql
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -210,7 +209,6 @@ class MemoryStore:
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection]:
         with self.pool.connection() as conn, conn.transaction():
-            conn.row_factory = dict_row  # type: ignore[assignment]
             yield conn
 
     def migrate(self) -> list[int]:

@@ -1,0 +1,117 @@
+"""UGC's published properties (METHOD §5)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernelsage.memory_backend import ugc
+from kernelsage.memory_backend.params import SageParams
+from kernelsage.memory_backend.records import ItemStats
+
+PARAMS = SageParams()
+
+candidates = st.lists(
+    st.builds(
+        ugc.HotCandidate,
+        item_id=st.integers(min_value=1, max_value=10**6),
+        utility=st.floats(min_value=-0.2, max_value=0.999),
+        access=st.floats(min_value=0.0, max_value=1.0),
+        tokens=st.integers(min_value=1, max_value=4000),
+    ),
+    max_size=60,
+    unique_by=lambda c: c.item_id,
+)
+
+
+def test_gate_needs_positive_utility_and_three_adoptions_on_three_operators() -> None:
+    ready = ItemStats(item_id=1, utility=0.1, n_ado=3, adopting_ops=frozenset({"a", "b", "c"}))
+    assert ugc.is_validated(ready, PARAMS)
+    assert not ugc.is_validated(ItemStats(**{**ready.__dict__, "utility": 0.0}), PARAMS)
+    assert not ugc.is_validated(ItemStats(**{**ready.__dict__, "n_ado": 2}), PARAMS)
+    assert not ugc.is_validated(ItemStats(**{**ready.__dict__, "adopting_ops": frozenset({"a", "b"})}), PARAMS)
+
+
+def test_priority_is_utility_times_access_over_length() -> None:
+    assert ugc.priority(0.5, 0.4, 10) == pytest.approx(0.02)
+
+
+@given(candidates, st.integers(min_value=1, max_value=20_000))
+def test_greedy_selection_never_exceeds_the_budget(pool, budget: int) -> None:
+    chosen = ugc.select_hot(pool, budget)
+    tokens = {c.item_id: c.tokens for c in pool}
+    assert sum(tokens[i] for i in chosen) <= budget
+    assert len(set(chosen)) == len(chosen)
+
+
+@given(candidates, st.integers(min_value=1, max_value=20_000))
+def test_greedy_selection_skips_only_what_does_not_fit(pool, budget: int) -> None:
+    chosen = set(ugc.select_hot(pool, budget))
+    used = sum(c.tokens for c in pool if c.item_id in chosen)
+    for c in pool:
+        if c.item_id not in chosen and ugc.priority(c.utility, c.access, c.tokens) > 0:
+            assert used + c.tokens > budget  # it was skipped because it could not fit
+
+
+def test_greedy_selection_skips_a_big_rule_and_keeps_scanning() -> None:
+    pool = [
+        ugc.HotCandidate(item_id=1, utility=0.9, access=1.0, tokens=60),  # priority 0.015
+        ugc.HotCandidate(item_id=2, utility=0.9, access=1.0, tokens=80),  # 0.01125: never fits after 1 and 3
+        ugc.HotCandidate(item_id=3, utility=0.5, access=1.0, tokens=40),  # 0.0125
+        ugc.HotCandidate(item_id=4, utility=0.1, access=1.0, tokens=30),  # 0.0033: fits once 2 is skipped
+    ]
+    assert ugc.select_hot(pool, budget=100) == [1, 3]
+    assert ugc.select_hot(pool, budget=130) == [1, 3, 4]
+
+
+def test_rules_without_positive_priority_never_become_resident() -> None:
+    pool = [ugc.HotCandidate(item_id=1, utility=-0.1, access=1.0, tokens=5),
+            ugc.HotCandidate(item_id=2, utility=0.3, access=0.0, tokens=5)]
+    assert ugc.select_hot(pool, budget=100) == []
+
+
+@given(candidates, st.integers(min_value=1, max_value=20_000), st.integers())
+def test_random_selection_respects_the_budget_too(pool, budget: int, seed: int) -> None:
+    chosen = ugc.select_random(pool, budget, random.Random(seed))
+    assert sum(c.tokens for c in pool if c.item_id in chosen) <= budget
+
+
+def test_an_unused_residents_priority_halves_in_about_6_6_updates_against_a_used_one() -> None:
+    used = unused = 1.0
+    updates = 0
+    while ugc.priority(0.5, unused, 10) > 0.5 * ugc.priority(0.5, used, 10):
+        used = ugc.update_access(used, True, PARAMS)
+        unused = ugc.update_access(unused, False, PARAMS)
+        updates += 1
+    assert updates == 7  # 0.9^6 = 0.53, 0.9^7 = 0.48: the half-life is 6.6 updates
+    assert math.log(0.5) / math.log(1 - PARAMS.mu) == pytest.approx(6.58, abs=0.01)
+
+
+@given(st.floats(min_value=0, max_value=1), st.lists(st.booleans(), max_size=100))
+def test_access_estimate_stays_a_probability(access: float, adoptions: list[bool]) -> None:
+    for adopted in adoptions:
+        access = ugc.update_access(access, adopted, PARAMS)
+        assert 0.0 <= access <= 1.0
+
+
+def test_cold_access_estimate_is_retrievals_over_eligible_episodes() -> None:
+    assert ugc.cold_access_estimate(3, 12) == 0.25
+    assert ugc.cold_access_estimate(0, 0) == 0.0
+
+
+def test_displaced_rules_are_demoted_and_newcomers_promoted() -> None:
+    plan = ugc.plan_consolidation(current_hot=[1, 2], selected=[2, 3], tokens={1: 5, 2: 7, 3: 11})
+    assert plan.promoted == (3,)
+    assert plan.demoted == (1,)
+    assert plan.hot == (2, 3)
+    assert plan.tokens_used == 18
+
+
+def test_a_validated_item_that_loses_its_utility_returns_to_cold() -> None:
+    item = ItemStats(item_id=1, utility=0.2, n_ado=4, adopting_ops=frozenset({"a", "b", "c"}), state="validated")
+    assert ugc.settle_cold_state(item, PARAMS) == "validated"
+    assert ugc.settle_cold_state(ItemStats(**{**item.__dict__, "utility": -0.01}), PARAMS) == "cold"
