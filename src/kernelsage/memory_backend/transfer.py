@@ -30,13 +30,16 @@ def export_jsonl(store: MemoryStore, namespace: str, path: Path) -> int:
     """
     partial = path.with_name(path.name + ".partial")
     count = 0
-    with partial.open("w", encoding="utf-8") as out:
-        for record in export_namespace(store, namespace):
-            if record["type"] == "namespace":
-                record = {**record, "format": FORMAT, "format_version": FORMAT_VERSION}
-            out.write(json.dumps(record, default=_json_default, sort_keys=True) + "\n")
-            count += 1
-    partial.replace(path)
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            for record in export_namespace(store, namespace):
+                if record["type"] == "namespace":
+                    record = {**record, "format": FORMAT, "format_version": FORMAT_VERSION}
+                out.write(json.dumps(record, default=_json_default, sort_keys=True) + "\n")
+                count += 1
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     return count
 
 
