@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import threading
 import time
@@ -75,5 +76,5 @@ def test_two_curators_never_interleave(store: MemoryStore, namespace: str) -> No
         thread.join()
     assert len(spans) == len(ids)  # the second curator found every rule written: nothing abstracted twice
     ordered = sorted(spans)
-    assert all(earlier[1] <= later[0] for earlier, later in zip(ordered, ordered[1:]))
+    assert all(earlier[1] <= later[0] for earlier, later in itertools.pairwise(ordered))
     assert {i.rule_text for i in memory.hot_rules()} == {f"Rule: {memory.get_item(i).text}" for i in ids}

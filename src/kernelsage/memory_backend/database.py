@@ -23,6 +23,10 @@ def database_url(data_dir: Path | None = None) -> str:
     return os.environ.get("DATABASE_URL") or embedded_database_url(data_dir)
 
 
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
 def redact(url: str) -> str:
     """The URL with its password hidden, for messages."""
     try:
@@ -51,14 +55,14 @@ def ensure_vector_extension(url: str) -> None:
     except psycopg.OperationalError as exc:
         raise DatabaseError(
             f"cannot reach the memory database at {redact(url)} after {CONNECT_ATTEMPTS} attempts: "
-            f"{str(exc).strip()}. Start the server, fix DATABASE_URL, or unset it to use the embedded server"
+            f"{_one_line(exc)}. Start the server, fix DATABASE_URL, or unset it to use the embedded server"
         ) from exc
     with conn:
         try:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg.Error as exc:
             raise DatabaseError(
-                f"the database at {redact(url)} has no usable pgvector extension ({str(exc).strip()}): "
+                f"the database at {redact(url)} has no usable pgvector extension ({_one_line(exc)}): "
                 "install pgvector and run CREATE EXTENSION vector as a superuser, or unset DATABASE_URL "
                 "to use the embedded server"
             ) from exc

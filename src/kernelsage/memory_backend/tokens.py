@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 TokenCounter = Callable[[str], int]
 
-_PIECES = re.compile(r"[A-Za-z]+|\d|[^\sA-Za-z\d]")
+_PIECES = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d|[^\sA-Za-z\d]")
 
 
 def approx_token_count(text: str) -> int:

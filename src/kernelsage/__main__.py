@@ -1,0 +1,5 @@
+"""`python -m kernelsage` runs the command line."""
+
+from kernelsage.cli import main
+
+main()

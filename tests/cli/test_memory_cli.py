@@ -1,0 +1,72 @@
+"""`kernelsage memory ...` as a user runs it: a real process against a real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelsage import __version__
+from kernelsage.memory_backend.params import SageParams
+from kernelsage.memory_backend.store import MemoryStore
+from tests.memory.helpers import episode, seed_items, unit_vectors
+
+
+def _run(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": database_url}
+    return subprocess.run([sys.executable, "-m", "kernelsage", *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+@pytest.fixture
+def evolved(store: MemoryStore, namespace: str) -> list[int]:
+    memory = MemoryStore(store.pool, params=SageParams(k_ado=1, k_op=1)).open(namespace, embedding_dim=16)
+    ids = seed_items(memory, unit_vectors(4))
+    memory.commit_episode(episode("e1", "relu", ids[:2], ids[:1]))
+    memory.consolidate()
+    return ids
+
+
+def test_version() -> None:
+    result = subprocess.run([sys.executable, "-m", "kernelsage", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == f"kernelsage {__version__}"
+
+
+def test_stats_show_and_hot_as_json(database_url: str, namespace: str, evolved: list[int]) -> None:
+    stats = json.loads(_run(database_url, "memory", "stats", "-n", namespace, "--json").stdout.splitlines()[-1])
+    assert stats["items"] == 4 and stats["episodes"] == 1 and stats["by_state"]["hot"] == 1
+    shown = json.loads(_run(database_url, "memory", "show", "-n", namespace, "--json").stdout)
+    assert next(i["id"] for i in shown) == evolved[0]  # highest utility first
+    one = json.loads(_run(database_url, "memory", "show", str(evolved[1]), "-n", namespace, "--json").stdout)
+    assert one[0]["utility"] == pytest.approx(-0.2)
+    hot = json.loads(_run(database_url, "memory", "hot", "-n", namespace, "--json").stdout)
+    assert [r["id"] for r in hot["rules"]] == [evolved[0]] and hot["budget"] == 10_000
+    table = _run(database_url, "memory", "hot", "-n", namespace)
+    assert table.returncode == 0 and "hot memory v1" in table.stdout
+
+
+def test_export_and_import_through_the_command_line(database_url: str, namespace: str, evolved: list[int],
+                                                     tmp_path: Path) -> None:
+    path = tmp_path / "memory.jsonl"
+    exported = _run(database_url, "memory", "export", str(path), "-n", namespace, "--json")
+    assert exported.returncode == 0 and json.loads(exported.stdout)["records"] > 4
+    imported = _run(database_url, "memory", "import", str(path), "-n", namespace + "-copy", "--json")
+    assert imported.returncode == 0 and json.loads(imported.stdout)["items"] == 4
+    again = _run(database_url, "memory", "import", str(path), "-n", namespace + "-copy")
+    assert again.returncode == 2 and "exists already" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_expected_failures_print_one_line_and_exit_non_zero(database_url: str) -> None:
+    missing = _run(database_url, "memory", "stats", "-n", "no-such-namespace")
+    assert missing.returncode == 2
+    assert "namespace 'no-such-namespace' does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bad_state = _run(database_url, "memory", "show", "--state", "lukewarm")
+    assert bad_state.returncode == 2 and "unknown state 'lukewarm'" in bad_state.stderr
+    unreachable = _run("postgresql://postgres@/postgres?host=/nonexistent-socket-dir", "memory", "namespaces")
+    assert unreachable.returncode == 2 and "cannot reach the memory database" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr
