@@ -144,11 +144,12 @@ def test_filtered_search_does_not_under_return(store: MemoryStore, namespace: st
     hot = ids[order[:100]]  # the hundred nearest items are resident: the index must look past them
     with store.pool.connection() as conn:  # test set-up: make them hot without a hundred episodes
         conn.execute("UPDATE ks_items SET state = 'hot' WHERE id = ANY(%s)", (hot.tolist(),))
-        conn.execute("ANALYZE ks_items")  # with statistics the planner takes the HNSW index, not an exact scan
+        conn.execute("UPDATE ks_item_vectors SET resident = true WHERE item_id = ANY(%s)", (hot.tolist(),))
+        conn.execute("ANALYZE ks_item_vectors")  # with statistics the planner takes the HNSW index
         plan = conn.execute(
-            f"EXPLAIN SELECT id FROM ks_items WHERE namespace_id = {memory.info.id} AND state <> 'hot' "
+            f"EXPLAIN SELECT item_id FROM ks_item_vectors WHERE namespace_id = {memory.info.id} AND NOT resident "
             "ORDER BY embedding::vector(16) <=> %s LIMIT 40", (query,)).fetchall()
-    assert any(f"ks_items_hnsw_ns{memory.info.id}" in row["QUERY PLAN"] for row in plan)
+    assert any(f"ks_item_vectors_hnsw_ns{memory.info.id}" in row["QUERY PLAN"] for row in plan)
     found = [s.item.id for s in memory.retrieve(query).cold]
     expected = ids[order[100:140]].tolist()
     assert len(found) == 40

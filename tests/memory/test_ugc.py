@@ -31,9 +31,9 @@ candidates = st.lists(
 def test_gate_needs_positive_utility_and_three_adoptions_on_three_operators() -> None:
     ready = ItemStats(item_id=1, utility=0.1, n_ado=3, adopting_ops=frozenset({"a", "b", "c"}))
     assert ugc.is_validated(ready, PARAMS)
-    assert not ugc.is_validated(ItemStats(**{**ready.__dict__, "utility": 0.0}), PARAMS)
-    assert not ugc.is_validated(ItemStats(**{**ready.__dict__, "n_ado": 2}), PARAMS)
-    assert not ugc.is_validated(ItemStats(**{**ready.__dict__, "adopting_ops": frozenset({"a", "b"})}), PARAMS)
+    assert not ugc.is_validated(ready._replace(utility=0.0), PARAMS)
+    assert not ugc.is_validated(ready._replace(n_ado=2), PARAMS)
+    assert not ugc.is_validated(ready._replace(adopting_ops=frozenset({"a", "b"})), PARAMS)
 
 
 def test_priority_is_utility_times_access_over_length() -> None:
@@ -114,4 +114,4 @@ def test_displaced_rules_are_demoted_and_newcomers_promoted() -> None:
 def test_a_validated_item_that_loses_its_utility_returns_to_cold() -> None:
     item = ItemStats(item_id=1, utility=0.2, n_ado=4, adopting_ops=frozenset({"a", "b", "c"}), state="validated")
     assert ugc.settle_cold_state(item, PARAMS) == "validated"
-    assert ugc.settle_cold_state(ItemStats(**{**item.__dict__, "utility": -0.01}), PARAMS) == "cold"
+    assert ugc.settle_cold_state(item._replace(utility=-0.01), PARAMS) == "cold"

@@ -80,7 +80,7 @@ class MemoryPolicy:
             assert self.credit_rule is not None
             credits = self.credit_rule(shown, adopted, z, params)
             learned = {
-                i: replace(stats[i], utility=atu.update_utility(stats[i].utility, credits[i], stats[i].n_ret, params))
+                i: stats[i]._replace(utility=atu.update_utility(stats[i].utility, credits[i], stats[i].n_ret, params))
                 for i in shown
             }
         else:
@@ -91,8 +91,7 @@ class MemoryPolicy:
 
 def _count_exposure(stats: ItemStats, episode: EpisodeRecord, adopted: bool, params: SageParams) -> ItemStats:
     tiers = {e.tier for e in episode.exposures if e.item_id == stats.item_id}
-    return replace(
-        stats,
+    return stats._replace(
         n_ret=stats.n_ret + 1,
         n_ret_cold=stats.n_ret_cold + (1 if "cold" in tiers else 0),
         n_ado=stats.n_ado + (1 if adopted else 0),
@@ -124,9 +123,9 @@ def _learn_values(
         reward = rewards[exposure.round]
         current = learned[exposure.item_id]
         if exposure.stage == "draft":
-            current = replace(current, q_draft=value.update_value(current.q_draft, reward, params))
+            current = current._replace(q_draft=value.update_value(current.q_draft, reward, params))
         else:
-            current = replace(current, q_refine=value.update_value(current.q_refine, reward, params))
+            current = current._replace(q_refine=value.update_value(current.q_refine, reward, params))
         learned[exposure.item_id] = current
         received.setdefault(exposure.item_id, []).append(reward)
     shown = {e.item_id for e in episode.exposures}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Tier = Literal["hot", "cold"]
 Stage = Literal["draft", "refine"]
@@ -11,9 +11,11 @@ Lifecycle = Literal["cold", "validated", "hot"]
 LIFECYCLE_STATES: tuple[Lifecycle, ...] = ("cold", "validated", "hot")
 
 
-@dataclass(frozen=True, kw_only=True)
-class ItemStats:
-    """The statistics of one memory item that the methods read and update."""
+class ItemStats(NamedTuple):
+    """The statistics of one memory item that the methods read and update.
+
+    A NamedTuple rather than a dataclass: consolidation builds thousands per episode.
+    """
 
     item_id: int
     utility: float = 0.0

@@ -15,6 +15,7 @@ import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg import sql
+from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -42,6 +43,11 @@ from kernelsage.memory_backend.records import Candidate, EpisodeRecord, ItemStat
 from kernelsage.memory_backend.tokens import TokenCounter, approx_token_count
 
 RuleAbstractor = Callable[[MemoryItem], str]
+
+
+def _keep_source_text(item: MemoryItem) -> str:
+    """The default abstraction: the source text itself, until a model is passed in to rewrite it."""
+    return item.text
 MAX_DIM = 2000  # pgvector's HNSW limit for `vector`
 _LOCK_CLASS = 0x4B53  # advisory-lock key space of kernelsage ("KS"); the second key is the namespace id
 
@@ -68,7 +74,6 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             code_example text,
             operator text,
             source_episode text,
-            embedding vector NOT NULL,
             tokens int NOT NULL CHECK (tokens > 0),
             rule_text text,
             rule_tokens int CHECK (rule_tokens > 0),
@@ -90,7 +95,18 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             promoted_at timestamptz,
             demoted_at timestamptz
         );
+        -- Statistics change after every episode, so leave room on each page for HOT updates.
+        ALTER TABLE ks_items SET (fillfactor = 85);
         CREATE INDEX ks_items_namespace_state ON ks_items (namespace_id, state);
+        -- Vectors live apart from the statistics: an episode commit never touches an HNSW index.
+        -- `resident` mirrors state = 'hot' (changed only on promotion and demotion) so the
+        -- filtered vector search needs no join.
+        CREATE TABLE ks_item_vectors (
+            item_id bigint PRIMARY KEY REFERENCES ks_items(id) ON DELETE CASCADE,
+            namespace_id int NOT NULL REFERENCES ks_namespaces(id) ON DELETE CASCADE,
+            resident boolean NOT NULL DEFAULT false,
+            embedding vector NOT NULL
+        );
         CREATE TABLE ks_episodes (
             namespace_id int NOT NULL REFERENCES ks_namespaces(id) ON DELETE CASCADE,
             episode_id text NOT NULL,
@@ -143,6 +159,7 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
     ),
 )
 
+_NAMESPACE_COLUMNS = "id, name, embedding_dim, embedding_model, episode_seq, hot_version, created_at"
 _ITEM_COLUMNS = sql.SQL(
     "id, kind, text, evidence, code_example, operator, source_episode, rule_text, tokens, rule_tokens, "
     "utility, n_ret, n_ret_cold, n_ado, adopting_ops, access, q_draft, q_refine, state, metadata, "
@@ -150,8 +167,9 @@ _ITEM_COLUMNS = sql.SQL(
 )
 _STATS_COLUMNS = sql.SQL(
     "id, utility, n_ret, n_ret_cold, n_ado, adopting_ops, access, q_draft, q_refine, state, "
-    "COALESCE(rule_tokens, tokens) AS resident_tokens, "
-    "eligible_banked + COALESCE(%(seq)s - eligible_since, 0) AS eligible_episodes"
+    "COALESCE(rule_tokens, tokens), "
+    "eligible_banked + COALESCE(%(seq)s - eligible_since, 0), "
+    "rule_text IS NOT NULL"
 )
 
 
@@ -159,13 +177,18 @@ def _to_item(row: dict[str, Any]) -> MemoryItem:
     return MemoryItem(**{**row, "adopting_ops": tuple(sorted(row["adopting_ops"]))})
 
 
-def _to_stats(row: dict[str, Any]) -> ItemStats:
-    return ItemStats(
-        item_id=row["id"], utility=row["utility"], n_ret=row["n_ret"], n_ret_cold=row["n_ret_cold"],
-        n_ado=row["n_ado"], adopting_ops=frozenset(row["adopting_ops"]), access=row["access"],
-        eligible_episodes=int(row["eligible_episodes"]), state=row["state"], tokens=row["resident_tokens"],
-        q_draft=row["q_draft"], q_refine=row["q_refine"],
-    )
+def _fetch_stats(conn: psycopg.Connection, condition: sql.Composable,
+                 params: dict[str, Any]) -> list[tuple[ItemStats, bool]]:
+    """Statistics of the items matching `condition` (with `seq` in params for the eligible-episode
+    count), each with whether it already has an abstracted rule. Binary tuples: consolidation reads
+    thousands of rows per episode."""
+    query = sql.SQL("SELECT {} FROM ks_items WHERE {}").format(_STATS_COLUMNS, condition)
+    with conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+        rows = cursor.execute(query, params).fetchall()
+    return [
+        (ItemStats(r[0], r[1], r[2], r[3], r[4], frozenset(r[5]), r[6], int(r[11]), r[9], r[10], r[7], r[8]), r[12])
+        for r in rows
+    ]
 
 
 def _vector(values: Sequence[float] | np.ndarray, dim: int, what: str) -> np.ndarray:
@@ -237,14 +260,13 @@ class MemoryStore:
 
     def list_namespaces(self) -> list[NamespaceInfo]:
         with self._transaction() as conn:
-            rows = conn.execute(
-                "SELECT id, name, embedding_dim, embedding_model, episode_seq, hot_version, created_at "
-                "FROM ks_namespaces ORDER BY name"
-            ).fetchall()
+            rows = conn.execute(f"SELECT {_NAMESPACE_COLUMNS} FROM ks_namespaces ORDER BY name").fetchall()
         return [NamespaceInfo(**r) for r in rows]
 
     def namespace_info(self, name: str) -> NamespaceInfo | None:
-        return next((n for n in self.list_namespaces() if n.name == name), None)
+        with self._transaction() as conn:
+            row = conn.execute(f"SELECT {_NAMESPACE_COLUMNS} FROM ks_namespaces WHERE name = %s", (name,)).fetchone()
+        return NamespaceInfo(**row) if row else None
 
     def create_namespace(self, name: str, *, embedding_dim: int, embedding_model: str) -> NamespaceInfo:
         """Create a namespace (idempotent when the dimension and model agree) and its vector index."""
@@ -259,8 +281,7 @@ class MemoryStore:
                 (name, embedding_dim, embedding_model),
             )
             row = conn.execute(
-                "SELECT id, name, embedding_dim, embedding_model, episode_seq, hot_version, created_at "
-                "FROM ks_namespaces WHERE name = %s", (name,)
+                f"SELECT {_NAMESPACE_COLUMNS} FROM ks_namespaces WHERE name = %s", (name,)
             ).fetchone()
             assert row is not None
             if row["embedding_dim"] != embedding_dim:
@@ -271,10 +292,10 @@ class MemoryStore:
             # and the namespace filter costs nothing.
             conn.execute(
                 sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {index} ON ks_items USING hnsw "
+                    "CREATE INDEX IF NOT EXISTS {index} ON ks_item_vectors USING hnsw "
                     "((embedding::vector({dim})) vector_cosine_ops) WHERE namespace_id = {ns}"
                 ).format(
-                    index=sql.Identifier(f"ks_items_hnsw_ns{row['id']}"),
+                    index=sql.Identifier(f"ks_item_vectors_hnsw_ns{row['id']}"),
                     dim=sql.Literal(embedding_dim),
                     ns=sql.Literal(row["id"]),
                 )
@@ -319,7 +340,8 @@ class MemoryStore:
         with self._transaction() as conn:
             row = conn.execute("DELETE FROM ks_namespaces WHERE name = %s RETURNING id", (name,)).fetchone()
             if row is not None:
-                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(f"ks_items_hnsw_ns{row['id']}")))
+                index = sql.Identifier(f"ks_item_vectors_hnsw_ns{row['id']}")
+                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(index))
         return row is not None
 
 
@@ -377,14 +399,17 @@ class Memory:
                 "SELECT nextval('ks_items_id_seq') AS id FROM generate_series(1, %s)", (len(items),))]
             with conn.cursor().copy(
                 "COPY ks_items (id, namespace_id, kind, text, evidence, code_example, operator, source_episode, "
-                "embedding, tokens, metadata, eligible_since) FROM STDIN"
+                "tokens, metadata, eligible_since) FROM STDIN"
             ) as copy:
-                for item_id, item, vector in zip(ids, items, embedded, strict=True):
+                for item_id, item in zip(ids, items, strict=True):
                     copy.write_row((
                         item_id, self.info.id, item.kind, item.text, item.evidence, item.code_example,
-                        item.operator, item.source_episode, vector, count(item.text), Jsonb(item.metadata),
+                        item.operator, item.source_episode, count(item.text), Jsonb(item.metadata),
                         seq["episode_seq"],
                     ))
+            with conn.cursor().copy("COPY ks_item_vectors (item_id, namespace_id, embedding) FROM STDIN") as copy:
+                for item_id, vector in zip(ids, embedded, strict=True):
+                    copy.write_row((item_id, self.info.id, vector))
         return ids
 
     def get_item(self, item_id: int) -> MemoryItem:
@@ -411,37 +436,46 @@ class Memory:
 
     def hot_rules(self) -> list[MemoryItem]:
         """The resident hot rules (empty for policies without hot memory)."""
+        with self.store._transaction() as conn:
+            return self._hot_rules(conn)
+
+    def _hot_rules(self, conn: psycopg.Connection) -> list[MemoryItem]:
         if not self.policy.uses_hot_memory:
             return []
-        with self.store._transaction() as conn:
-            rows = conn.execute(
-                sql.SQL("SELECT {} FROM ks_items WHERE namespace_id = %s AND state = 'hot' ORDER BY id").format(
-                    _ITEM_COLUMNS),
-                (self.info.id,),
-            ).fetchall()
+        rows = conn.execute(
+            sql.SQL("SELECT {} FROM ks_items WHERE namespace_id = %s AND state = 'hot' ORDER BY id").format(
+                _ITEM_COLUMNS),
+            (self.info.id,),
+        ).fetchall()
         return [_to_item(r) for r in rows]
 
     # -- retrieval --------------------------------------------------------------------------------
 
     def relevance_pool(self, query: Sequence[float] | np.ndarray, *, size: int) -> list[tuple[MemoryItem, float]]:
         """The `size` retrievable items nearest to the query by cosine similarity, nearest first."""
+        with self.store._transaction() as conn:
+            return self._relevance_pool(conn, query, size)
+
+    def _relevance_pool(self, conn: psycopg.Connection, query: Sequence[float] | np.ndarray,
+                        size: int) -> list[tuple[MemoryItem, float]]:
         vector = _vector(query, self.info.embedding_dim, "the query embedding")
         exclude_hot = self.policy.uses_hot_memory  # resident rules are shown anyway, never retrieved
         column = self._vector_sql()
         query_sql = sql.SQL(
-            "SELECT {cols}, 1 - ({column} <=> %(q)s) AS relevance FROM ks_items "
+            "SELECT {cols}, nearest.relevance FROM ("
+            "SELECT item_id, 1 - ({column} <=> %(q)s) AS relevance FROM ks_item_vectors "
             "WHERE namespace_id = {ns} {hot_filter} ORDER BY {column} <=> %(q)s LIMIT %(n)s"
+            ") AS nearest JOIN ks_items ON ks_items.id = nearest.item_id"
         ).format(
             cols=_ITEM_COLUMNS, column=column, ns=sql.Literal(self.info.id),
-            hot_filter=sql.SQL("AND state <> 'hot'") if exclude_hot else sql.SQL(""),
+            hot_filter=sql.SQL("AND NOT resident") if exclude_hot else sql.SQL(""),
         )
-        with self.store._transaction() as conn:
-            # Iterative scans keep a filtered HNSW search from returning fewer rows than asked for.
-            conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true)",
-                (str(max(self.params.ef_search, size)), "relaxed_order" if exclude_hot else "off"),
-            )
-            rows = conn.execute(query_sql, {"q": vector, "n": size}).fetchall()
+        # Iterative scans keep a filtered HNSW search from returning fewer rows than asked for.
+        conn.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true)",
+            (str(max(self.params.ef_search, size)), "relaxed_order" if exclude_hot else "off"),
+        )
+        rows = conn.execute(query_sql, {"q": vector, "n": size}).fetchall()
         pool = [(_to_item({k: v for k, v in r.items() if k != "relevance"}), float(r["relevance"])) for r in rows]
         pool.sort(key=lambda pair: (-pair[1], pair[0].id))  # relaxed order must be re-sorted
         return pool
@@ -455,25 +489,26 @@ class Memory:
         rng: random.Random | None = None,
     ) -> Retrieval:
         """Cold items for a need (relevance pool, reranked late by the policy) plus the resident hot rules."""
-        hot = [ShownItem(item=i, tier="hot") for i in self.hot_rules()]
         k = k or self.params.top_k
-        cold: list[ShownItem] = []
-        if self.policy.retrieves:
-            if isinstance(query, str):
-                if self.embeddings is None:
-                    raise NamespaceError("a text query needs the memory to be opened with embeddings")
-                query = self.embeddings.embed_query(query)
-            pool = self.relevance_pool(query, size=max(self.params.pool_size, k))
-            by_id = {item.id: item for item, _ in pool}
-            candidates = [
-                Candidate(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft,
-                          q_refine=item.q_refine)
-                for item, rel in pool
-            ]
-            ranked = self.policy.rank(candidates, k=k, stage=stage, params=self.params, rng=rng or random.Random())
-            cold = [ShownItem(item=by_id[c.item_id], tier="cold", relevance=c.relevance, score=c.score)
-                    for c in ranked]
-        return Retrieval(cold=cold, hot=hot, hot_version=self.info_now().hot_version)
+        if self.policy.retrieves and isinstance(query, str):
+            if self.embeddings is None:
+                raise NamespaceError("a text query needs the memory to be opened with embeddings")
+            query = self.embeddings.embed_query(query)
+        with self.store._transaction() as conn:  # one snapshot: the hot set and the pool agree
+            version = conn.execute("SELECT hot_version FROM ks_namespaces WHERE id = %s", (self.info.id,)).fetchone()
+            if version is None:
+                raise NamespaceError(f"namespace {self.name!r} was deleted")
+            hot = [ShownItem(item=i, tier="hot") for i in self._hot_rules(conn)]
+            pool = self._relevance_pool(conn, query, max(self.params.pool_size, k)) if self.policy.retrieves else []
+        by_id = {item.id: item for item, _ in pool}
+        candidates = [
+            Candidate(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft,
+                      q_refine=item.q_refine)
+            for item, rel in pool
+        ]
+        ranked = self.policy.rank(candidates, k=k, stage=stage, params=self.params, rng=rng or random.Random())
+        cold = [ShownItem(item=by_id[c.item_id], tier="cold", relevance=c.relevance, score=c.score) for c in ranked]
+        return Retrieval(cold=cold, hot=hot, hot_version=version["hot_version"])
 
     def info_now(self) -> NamespaceInfo:
         info = self.store.namespace_info(self.name)
@@ -506,12 +541,9 @@ class Memory:
                                     credits={r["item_id"]: r["credit"] for r in credits})
             seq = ns["episode_seq"] + 1
             shown = sorted({e.item_id for e in episode.exposures})
-            rows = conn.execute(
-                sql.SQL("SELECT {} FROM ks_items WHERE namespace_id = %(ns)s AND id = ANY(%(ids)s) "
-                        "ORDER BY id FOR UPDATE").format(_STATS_COLUMNS),
-                {"seq": seq, "ns": self.info.id, "ids": shown},
-            ).fetchall()
-            stats = {r["id"]: _to_stats(r) for r in rows}
+            rows = _fetch_stats(conn, sql.SQL("namespace_id = %(ns)s AND id = ANY(%(ids)s) ORDER BY id FOR UPDATE"),
+                                {"seq": seq, "ns": self.info.id, "ids": shown})
+            stats = {s.item_id: s for s, _ in rows}
             unknown = [i for i in shown if i not in stats]
             if unknown:
                 raise EpisodeError(f"episode {episode.episode_id!r} shows items {unknown} "
@@ -591,68 +623,78 @@ class Memory:
             lock_conn.execute("SELECT pg_advisory_lock(%s, %s)", (_LOCK_CLASS, self.info.id))
             lock_conn.commit()
             try:
-                validated = self._settle_validation()
-                abstracted = self._abstract_new_rules(abstract_rule or (lambda item: item.text))
-                return self._select_hot(validated, abstracted, seed)
+                competitors, unabstracted = self._settle_validation()
+                rule_tokens = self._abstract_new_rules(unabstracted, abstract_rule or _keep_source_text)
+                return self._select_hot(competitors, rule_tokens, seed)
             finally:
                 lock_conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_LOCK_CLASS, self.info.id))
                 lock_conn.commit()
 
-    def _settle_validation(self) -> int:
-        params = self.params
+    def _settle_validation(self) -> tuple[dict[int, ItemStats], list[int]]:
+        """Apply the gate to every candidate; returns the rules competing for hot memory and the
+        validated items that still need a rule. The gate itself is ugc.is_validated; the SQL only
+        narrows the scan to a superset of what can pass it."""
         with self.store._transaction() as conn:
             seq = conn.execute("SELECT episode_seq FROM ks_namespaces WHERE id = %s", (self.info.id,)).fetchone()
-            rows = conn.execute(
-                sql.SQL("SELECT {} FROM ks_items WHERE namespace_id = %(ns)s AND state <> 'hot' AND "
-                        "(state = 'validated' OR (utility > 0 AND n_ado >= %(k)s))").format(_STATS_COLUMNS),
-                {"seq": seq["episode_seq"], "ns": self.info.id, "k": params.k_ado},
-            ).fetchall()
-            settled = {r["id"]: ugc.settle_cold_state(_to_stats(r), params) for r in rows}
-            was = {r["id"]: r["state"] for r in rows}
-            changed = [(i, s) for i, s in settled.items() if s != was[i]]
+            rows = _fetch_stats(
+                conn, sql.SQL("namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"),
+                {"seq": seq["episode_seq"], "ns": self.info.id, "k": self.params.k_ado},
+            )
+            competitors: dict[int, ItemStats] = {}
+            unabstracted: list[int] = []
+            changed: list[tuple[int, str]] = []
+            for stats, has_rule in rows:
+                if stats.state != "hot":
+                    settled = ugc.settle_cold_state(stats, self.params)
+                    if settled != stats.state:
+                        changed.append((stats.item_id, settled))
+                    if settled == "cold":
+                        continue
+                if has_rule:
+                    competitors[stats.item_id] = stats
+                else:
+                    unabstracted.append(stats.item_id)
             if changed:
                 conn.execute(
                     "UPDATE ks_items AS t SET state = c.state, updated_at = now() "
                     "FROM unnest(%s::bigint[], %s::text[]) AS c(id, state) WHERE t.id = c.id",
                     ([i for i, _ in changed], [s for _, s in changed]),
                 )
-        return sum(1 for s in settled.values() if s == "validated")
+        return competitors, unabstracted
 
-    def _abstract_new_rules(self, abstract_rule: RuleAbstractor) -> int:
+    def _abstract_new_rules(self, item_ids: list[int], abstract_rule: RuleAbstractor) -> dict[int, int]:
+        """Rewrite newly validated items into rules; returns each new rule's token length."""
+        if not item_ids:
+            return {}
         with self.store._transaction() as conn:
             rows = conn.execute(
-                sql.SQL("SELECT {} FROM ks_items WHERE namespace_id = %s AND state = 'validated' "
-                        "AND rule_text IS NULL ORDER BY id").format(_ITEM_COLUMNS),
-                (self.info.id,),
+                sql.SQL("SELECT {} FROM ks_items WHERE id = ANY(%s) ORDER BY id").format(_ITEM_COLUMNS), (item_ids,),
             ).fetchall()
-        if not rows:
-            return 0
         # The model is called outside any transaction; the advisory lock keeps other curators out.
         rules = [(row["id"], abstract_rule(_to_item(row)).strip()) for row in rows]
-        rules = [(i, text) for i, text in rules if text]
-        count = self.store.token_counter
+        tokens = {i: self.store.token_counter(text) for i, text in rules if text}
         with self.store._transaction() as conn:
             conn.execute(
                 "UPDATE ks_items AS t SET rule_text = r.text, rule_tokens = r.tokens, abstracted_at = now(), "
                 "updated_at = now() FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS r(id, text, tokens) "
                 "WHERE t.id = r.id",
-                ([i for i, _ in rules], [t for _, t in rules], [count(t) for _, t in rules]),
+                ([i for i, t in rules if t], [t for _, t in rules if t], [tokens[i] for i, t in rules if t]),
             )
-        return len(rules)
+        return tokens
 
-    def _select_hot(self, validated: int, abstracted: int, seed: int | None) -> ConsolidationResult:
+    def _select_hot(self, competitors: dict[int, ItemStats], new_rule_tokens: dict[int, int],
+                    seed: int | None) -> ConsolidationResult:
         budget = self.params.hot_budget_tokens
+        # Newly abstracted items compete with their rule's length; the rest with what was read.
+        stats = [*competitors.values()]
         with self.store._transaction() as conn:
             ns = conn.execute(
                 "SELECT episode_seq, hot_version FROM ks_namespaces WHERE id = %s FOR UPDATE", (self.info.id,)
             ).fetchone()
             seq = ns["episode_seq"]
-            rows = conn.execute(
-                sql.SQL("SELECT {} FROM ks_items WHERE namespace_id = %(ns)s AND state IN ('hot', 'validated') "
-                        "AND rule_text IS NOT NULL").format(_STATS_COLUMNS),
-                {"seq": seq, "ns": self.info.id},
-            ).fetchall()
-            stats = [_to_stats(r) for r in rows]
+            if new_rule_tokens:
+                fresh = _fetch_stats(conn, sql.SQL("id = ANY(%(ids)s)"), {"seq": seq, "ids": list(new_rule_tokens)})
+                stats += [s for s, _ in fresh]
             pool = [
                 ugc.HotCandidate(
                     item_id=s.item_id, utility=s.utility, tokens=s.tokens,
@@ -669,32 +711,38 @@ class Memory:
             version = ns["hot_version"]
             if plan.promoted or plan.demoted:
                 version += 1
-                access = {c.item_id: c.access for c in pool}
-                priority = {c.item_id: ugc.priority(c.utility, c.access, c.tokens) for c in pool}
-                conn.execute(
-                    "UPDATE ks_items AS t SET state = 'hot', access = p.access, promoted_at = now(), updated_at = now(), "
-                    "eligible_banked = t.eligible_banked + (%s - COALESCE(t.eligible_since, %s)), eligible_since = NULL "
-                    "FROM unnest(%s::bigint[], %s::float8[]) AS p(id, access) WHERE t.id = p.id",
-                    (seq, seq, list(plan.promoted), [access[i] for i in plan.promoted]),
-                )
-                conn.execute(
-                    "UPDATE ks_items SET state = 'validated', eligible_since = %s, demoted_at = now(), "
-                    "updated_at = now() WHERE id = ANY(%s)",
-                    (seq, list(plan.demoted)),
-                )
-                conn.execute(
-                    "INSERT INTO ks_hot_events (namespace_id, hot_version, item_id, event, priority) "
-                    "SELECT %s, %s, e.id, e.event, e.priority FROM unnest(%s::bigint[], %s::text[], %s::float8[]) "
-                    "AS e(id, event, priority)",
-                    (self.info.id, version,
-                     [*plan.promoted, *plan.demoted],
-                     ["promoted"] * len(plan.promoted) + ["demoted"] * len(plan.demoted),
-                     [priority[i] for i in (*plan.promoted, *plan.demoted)]),
-                )
-                conn.execute("UPDATE ks_namespaces SET hot_version = %s WHERE id = %s", (version, self.info.id))
+                self._apply_plan(conn, plan, {c.item_id: c for c in pool}, seq, version)
         return ConsolidationResult(hot_version=version, hot=plan.hot, promoted=plan.promoted, demoted=plan.demoted,
-                                   validated=validated, abstracted=abstracted, tokens_used=plan.tokens_used,
-                                   budget=budget)
+                                   validated=sum(1 for s in stats if s.state != "hot"),
+                                   abstracted=len(new_rule_tokens), tokens_used=plan.tokens_used, budget=budget)
+
+    def _apply_plan(self, conn: psycopg.Connection, plan: ugc.ConsolidationPlan,
+                    pool: dict[int, ugc.HotCandidate], seq: int, version: int) -> None:
+        promoted, demoted = list(plan.promoted), list(plan.demoted)
+        conn.execute(
+            "UPDATE ks_items AS t SET state = 'hot', access = p.access, promoted_at = now(), updated_at = now(), "
+            "eligible_banked = t.eligible_banked + (%s - COALESCE(t.eligible_since, %s)), eligible_since = NULL "
+            "FROM unnest(%s::bigint[], %s::float8[]) AS p(id, access) WHERE t.id = p.id",
+            (seq, seq, promoted, [pool[i].access for i in promoted]),
+        )
+        conn.execute(
+            "UPDATE ks_items SET state = 'validated', eligible_since = %s, demoted_at = now(), updated_at = now() "
+            "WHERE id = ANY(%s)",
+            (seq, demoted),
+        )
+        conn.execute(
+            "UPDATE ks_item_vectors SET resident = item_id = ANY(%s) WHERE item_id = ANY(%s)",
+            (promoted, promoted + demoted),
+        )
+        conn.execute(
+            "INSERT INTO ks_hot_events (namespace_id, hot_version, item_id, event, priority) "
+            "SELECT %s, %s, e.id, e.event, e.priority FROM unnest(%s::bigint[], %s::text[], %s::float8[]) "
+            "AS e(id, event, priority)",
+            (self.info.id, version, promoted + demoted,
+             ["promoted"] * len(promoted) + ["demoted"] * len(demoted),
+             [ugc.priority(pool[i].utility, pool[i].access, pool[i].tokens) for i in promoted + demoted]),
+        )
+        conn.execute("UPDATE ks_namespaces SET hot_version = %s WHERE id = %s", (version, self.info.id))
 
     # -- statistics -------------------------------------------------------------------------------
 
@@ -755,11 +803,14 @@ def export_namespace(store: MemoryStore, name: str) -> Iterator[dict[str, Any]]:
     with store._transaction() as conn:
         for record_type, table, order in _EXPORT_TABLES:
             cursor = conn.cursor(name=f"export_{record_type}")  # server-side: big namespaces stream
-            cursor.execute(
-                sql.SQL("SELECT * FROM {} WHERE namespace_id = %s ORDER BY {}").format(
-                    sql.Identifier(table), sql.SQL(order)),
-                (info.id,),
-            )
+            if record_type == "item":
+                query = sql.SQL(
+                    "SELECT i.*, v.embedding FROM ks_items i JOIN ks_item_vectors v ON v.item_id = i.id "
+                    "WHERE i.namespace_id = %s ORDER BY i.id")
+            else:
+                query = sql.SQL("SELECT * FROM {} WHERE namespace_id = %s ORDER BY {}").format(
+                    sql.Identifier(table), sql.SQL(order))
+            cursor.execute(query, (info.id,))
             for row in cursor:
                 row.pop("namespace_id")
                 if record_type == "item":
@@ -788,12 +839,13 @@ def import_namespace(store: MemoryStore, name: str, records: Iterator[dict[str, 
                 table = next((t for r, t, _ in _EXPORT_TABLES if r == record_type), None)
                 if table is None:
                     raise NamespaceError(f"unknown record type {record_type!r}")
+                vector = None
                 if record_type == "item":
                     old = record.pop("id")
                     new = conn.execute("SELECT nextval('ks_items_id_seq') AS id").fetchone()["id"]
                     ids[old] = new
-                    record = {**record, "id": new,
-                              "embedding": _vector(record["embedding"], info.embedding_dim, f"item {old}")}
+                    vector = _vector(record.pop("embedding"), info.embedding_dim, f"item {old}")
+                    record = {**record, "id": new}
                 elif record_type in _ITEM_REFERENCES:
                     if record["item_id"] not in ids:
                         raise NamespaceError(f"{record_type} refers to item {record['item_id']}, which is not exported")
@@ -810,6 +862,12 @@ def import_namespace(store: MemoryStore, name: str, records: Iterator[dict[str, 
                     ),
                     [info.id, *record.values()],
                 )
+                if vector is not None:
+                    conn.execute(
+                        "INSERT INTO ks_item_vectors (item_id, namespace_id, resident, embedding) "
+                        "VALUES (%s, %s, %s, %s)",
+                        (record["id"], info.id, record["state"] == "hot", vector),
+                    )
             conn.execute("UPDATE ks_namespaces SET episode_seq = %s, hot_version = %s WHERE id = %s",
                          (header["episode_seq"], header["hot_version"], info.id))
     except (psycopg.Error, KeyError, TypeError) as exc:

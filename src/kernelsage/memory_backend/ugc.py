@@ -5,13 +5,13 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.records import ItemStats
 
 
-@dataclass(frozen=True, kw_only=True)
-class HotCandidate:
+class HotCandidate(NamedTuple):
     """An item competing for hot memory: a resident rule or a validated cold item."""
 
     item_id: int
