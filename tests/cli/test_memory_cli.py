@@ -70,3 +70,23 @@ def test_expected_failures_print_one_line_and_exit_non_zero(database_url: str) -
     unreachable = _run("postgresql://postgres@/postgres?host=/nonexistent-socket-dir", "memory", "namespaces")
     assert unreachable.returncode == 2 and "cannot reach the memory database" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+
+
+def test_without_database_url_the_embedded_server_keeps_memory_across_runs(
+    store: MemoryStore, namespace: str, evolved: list[int], tmp_path: Path
+) -> None:
+    from kernelsage.memory_backend.transfer import export_jsonl
+
+    path = tmp_path / "memory.jsonl"
+    export_jsonl(store, namespace, path)
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {"KERNELSAGE_HOME": str(tmp_path / "home")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kernelsage", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    assert run("memory", "import", str(path), "-n", "carried").returncode == 0
+    listed = run("memory", "namespaces", "--json")  # a new process, a restarted server, the same data
+    assert listed.returncode == 0
+    assert [n["name"] for n in json.loads(listed.stdout)] == ["carried"]
+    assert (tmp_path / "home" / "pgdata" / "PG_VERSION").exists()

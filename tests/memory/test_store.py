@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from kernelsage.errors import EmbeddingDimensionError, EpisodeError, NamespaceError, ReadOnlyMemoryError
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
-from kernelsage.memory_backend.records import EpisodeRecord, Exposure
+from kernelsage.memory_backend.records import EpisodeRecord, Exposure, ItemStats, RoundOutcome
 from kernelsage.memory_backend.store import MemoryStore
 from tests.memory.helpers import episode, seed_items, unit_vectors
 
@@ -166,3 +168,27 @@ def test_item_provenance_and_history_are_kept(store: MemoryStore, namespace: str
     item = memory.get_item(item_id)
     assert (item.evidence, item.operator, item.source_episode) == ("NaN at row 3 without it", "softmax", "ep-7")
     assert item.metadata == {"backend": "cpu"} and item.state == "cold" and item.tokens >= 8
+
+
+def test_a_stored_episode_replays_to_the_credits_it_applied(store: MemoryStore, namespace: str) -> None:
+    memory = store.open(namespace, embedding_dim=16)
+    ids = seed_items(memory, unit_vectors(4))
+    memory.commit_episode(episode("e1", "relu", ids[:3], ids[:1], t_first=3.0, t_best=1.0))
+    recorded = EpisodeRecord(
+        episode_id="e2", operator="gelu", level=2, t_first=5.0, t_best=2.0, hot_version_seen=0,
+        exposures=(Exposure(item_id=ids[0], round=1, tier="cold", relevance=0.8, score=0.9, adopted=False,
+                            rationale="tried, did not help"),
+                   Exposure(item_id=ids[3], round=2, tier="cold", stage="refine", adopted=True, rationale="tiling")),
+        rounds=(RoundOutcome(round=1, stage="draft", compiled=True, correct=True, latency=5.0),
+                RoundOutcome(round=2, stage="refine", compiled=True, correct=True, latency=2.0)),
+        metadata={"model": "scripted"},
+    )
+    memory.commit_episode(recorded)
+    loaded = memory.load_episode("e2")
+    assert loaded == replace(recorded, policy="sage")
+    # The audit: replaying the stored record from the stored "before" statistics gives the stored credits.
+    stored = memory.episode_credits("e2")
+    before = {i: ItemStats(item_id=i, utility=stored[i][1], n_ret=1 if i == ids[0] else 0) for i in stored}
+    replayed = memory.policy.apply_episode(loaded, before, memory.params)
+    assert replayed.credits == pytest.approx({i: c for i, (c, _, _) in stored.items()})
+    assert {i: s.utility for i, s in replayed.stats.items()} == pytest.approx({i: a for i, (_, _, a) in stored.items()})

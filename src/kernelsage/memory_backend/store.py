@@ -39,7 +39,14 @@ from kernelsage.memory_backend.items import (
 )
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.policies import MemoryPolicy, get_policy
-from kernelsage.memory_backend.records import Candidate, EpisodeRecord, ItemStats, Stage
+from kernelsage.memory_backend.records import (
+    Candidate,
+    EpisodeRecord,
+    Exposure,
+    ItemStats,
+    RoundOutcome,
+    Stage,
+)
 from kernelsage.memory_backend.tokens import TokenCounter, approx_token_count
 
 RuleAbstractor = Callable[[MemoryItem], str]
@@ -605,6 +612,24 @@ class Memory:
                 (self.info.id, episode_id),
             ).fetchall()
         return {r["item_id"]: (r["credit"], r["utility_before"], r["utility_after"]) for r in rows}
+
+    def load_episode(self, episode_id: str) -> EpisodeRecord:
+        """A committed episode as it was recorded, so its credit can be recomputed and audited."""
+        with self.store._transaction() as conn:
+            row = conn.execute(
+                "SELECT episode_id, operator, level, policy, t_first, t_best, hot_version_seen, rounds, metadata "
+                "FROM ks_episodes WHERE namespace_id = %s AND episode_id = %s", (self.info.id, episode_id),
+            ).fetchone()
+            if row is None:
+                raise EpisodeError(f"namespace {self.name!r} has no episode {episode_id!r}")
+            exposures = conn.execute(
+                "SELECT item_id, round, tier, stage, relevance, score, adopted, rationale FROM ks_exposures "
+                "WHERE namespace_id = %s AND episode_id = %s ORDER BY round, item_id", (self.info.id, episode_id),
+            ).fetchall()
+        return EpisodeRecord(
+            **{**row, "rounds": tuple(RoundOutcome(**r) for r in row["rounds"])},
+            exposures=tuple(Exposure(**e) for e in exposures),
+        )
 
     # -- consolidation ----------------------------------------------------------------------------
 
