@@ -31,3 +31,15 @@ class EpisodeError(KernelsageError):
 
 class TransferFormatError(KernelsageError):
     """An exported memory file is malformed."""
+
+
+class ModelError(KernelsageError):
+    """The chat model cannot be built or called (bad name, missing key, authentication, bad request)."""
+
+
+class CassetteMissError(ModelError):
+    """A replayed model was asked something its recording does not hold."""
+
+
+class ParseError(KernelsageError):
+    """The model's answer does not follow the required format; the message says what is wrong."""
