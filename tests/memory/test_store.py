@@ -192,3 +192,17 @@ def test_a_stored_episode_replays_to_the_credits_it_applied(store: MemoryStore, 
     replayed = memory.policy.apply_episode(loaded, before, memory.params)
     assert replayed.credits == pytest.approx({i: c for i, (c, _, _) in stored.items()})
     assert {i: s.utility for i, s in replayed.stats.items()} == pytest.approx({i: a for i, (_, _, a) in stored.items()})
+
+
+def test_experiences_stored_with_an_episode_arrive_exactly_once(store: MemoryStore, namespace: str) -> None:
+    memory = store.open(namespace, embedding_dim=16)
+    ids = seed_items(memory, unit_vectors(2))
+    lesson = NewItem(text="Accumulate softmax sums in float64 for long rows", evidence="rel error 3e-3 at 65536",
+                     operator="softmax", embedding=unit_vectors(1, seed=9)[0].tolist())
+    first = memory.commit_episode(episode("e1", "softmax", ids, ids[:1]), new_items=[lesson])
+    again = memory.commit_episode(episode("e1", "softmax", ids, ids[:1]), new_items=[lesson])
+    assert first.applied and not again.applied
+    assert again.new_item_ids == first.new_item_ids and len(first.new_item_ids) == 1
+    stored = memory.get_item(first.new_item_ids[0])
+    assert stored.source_episode == "e1" and stored.state == "cold" and stored.n_ret == 0
+    assert memory.stats()["items"] == 3

@@ -89,6 +89,7 @@ class CommitResult:
     applied: bool  # False when this episode had been committed before: nothing changed
     terminal_score: float
     credits: dict[int, float]
+    new_item_ids: list[int] = field(default_factory=list)  # experiences stored with the episode
 
 
 @dataclass(frozen=True, kw_only=True)

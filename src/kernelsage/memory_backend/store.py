@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -385,6 +386,15 @@ class Memory:
         self._writable("add items")
         if not items:
             return []
+        vectors = self._embed(items)
+        with self.store._transaction() as conn:
+            seq = conn.execute("SELECT episode_seq FROM ks_namespaces WHERE id = %s", (self.info.id,)).fetchone()
+            if seq is None:
+                raise NamespaceError(f"namespace {self.name!r} was deleted")
+            return self._insert_items(conn, items, vectors, seq["episode_seq"])
+
+    def _embed(self, items: Sequence[NewItem]) -> list[np.ndarray]:
+        """Every item's vector, checked against the namespace's dimension; computed where missing."""
         missing = [i for i, item in enumerate(items) if item.embedding is None]
         computed: dict[int, list[float]] = {}
         if missing:
@@ -392,31 +402,30 @@ class Memory:
                 raise NamespaceError("items without an embedding need the memory to be opened with embeddings")
             vectors = self.embeddings.embed_documents([items[i].text for i in missing])
             computed = dict(zip(missing, vectors, strict=True))
-        dim = self.info.embedding_dim
-        embedded = [
-            _vector(computed.get(i, item.embedding), dim, f"embedding of item {i}")  # type: ignore[arg-type]
+        return [
+            _vector(computed.get(i, item.embedding), self.info.embedding_dim, f"embedding of item {i}")  # type: ignore[arg-type]
             for i, item in enumerate(items)
         ]
+
+    def _insert_items(self, conn: psycopg.Connection, items: Sequence[NewItem], vectors: Sequence[np.ndarray],
+                      seq: int) -> list[int]:
+        if not items:
+            return []
         count = self.store.token_counter
-        with self.store._transaction() as conn:
-            seq = conn.execute("SELECT episode_seq FROM ks_namespaces WHERE id = %s", (self.info.id,)).fetchone()
-            if seq is None:
-                raise NamespaceError(f"namespace {self.name!r} was deleted")
-            ids = [r["id"] for r in conn.execute(
-                "SELECT nextval('ks_items_id_seq') AS id FROM generate_series(1, %s)", (len(items),))]
-            with conn.cursor().copy(
-                "COPY ks_items (id, namespace_id, kind, text, evidence, code_example, operator, source_episode, "
-                "tokens, metadata, eligible_since) FROM STDIN"
-            ) as copy:
-                for item_id, item in zip(ids, items, strict=True):
-                    copy.write_row((
-                        item_id, self.info.id, item.kind, item.text, item.evidence, item.code_example,
-                        item.operator, item.source_episode, count(item.text), Jsonb(item.metadata),
-                        seq["episode_seq"],
-                    ))
-            with conn.cursor().copy("COPY ks_item_vectors (item_id, namespace_id, embedding) FROM STDIN") as copy:
-                for item_id, vector in zip(ids, embedded, strict=True):
-                    copy.write_row((item_id, self.info.id, vector))
+        ids = [r["id"] for r in conn.execute(
+            "SELECT nextval('ks_items_id_seq') AS id FROM generate_series(1, %s)", (len(items),))]
+        with conn.cursor().copy(
+            "COPY ks_items (id, namespace_id, kind, text, evidence, code_example, operator, source_episode, "
+            "tokens, metadata, eligible_since) FROM STDIN"
+        ) as copy:
+            for item_id, item in zip(ids, items, strict=True):
+                copy.write_row((
+                    item_id, self.info.id, item.kind, item.text, item.evidence, item.code_example,
+                    item.operator, item.source_episode, count(item.text), Jsonb(item.metadata), seq,
+                ))
+        with conn.cursor().copy("COPY ks_item_vectors (item_id, namespace_id, embedding) FROM STDIN") as copy:
+            for item_id, vector in zip(ids, vectors, strict=True):
+                copy.write_row((item_id, self.info.id, vector))
         return ids
 
     def get_item(self, item_id: int) -> MemoryItem:
@@ -428,6 +437,15 @@ class Memory:
         if row is None:
             raise NamespaceError(f"namespace {self.name!r} has no item {item_id}")
         return _to_item(row)
+
+    def count_items(self, *, kind: str | None = None) -> int:
+        """How many items the namespace holds (of one kind: experience, knowledge, rule)."""
+        with self.store._transaction() as conn:
+            row = conn.execute(
+                "SELECT count(*) AS n FROM ks_items WHERE namespace_id = %s AND (%s::text IS NULL OR kind = %s)",
+                (self.info.id, kind, kind),
+            ).fetchone()
+        return int(row["n"])
 
     def list_items(self, *, state: str | None = None, limit: int = 50) -> list[MemoryItem]:
         """Items by descending utility (then id), optionally of one lifecycle state."""
@@ -525,9 +543,11 @@ class Memory:
 
     # -- the episode commit ---------------------------------------------------------------------
 
-    def commit_episode(self, episode: EpisodeRecord) -> CommitResult:
-        """Record an episode and apply its credit in one transaction; idempotent per episode id."""
+    def commit_episode(self, episode: EpisodeRecord, new_items: Sequence[NewItem] = ()) -> CommitResult:
+        """Record an episode, apply its credit and store the experiences it produced, in one
+        transaction; idempotent per episode id (a repeat changes nothing and says so)."""
         self._writable("commit an episode")
+        vectors = self._embed(new_items) if new_items else []
         with self.store._transaction() as conn:
             ns = conn.execute(
                 "SELECT episode_seq FROM ks_namespaces WHERE id = %s FOR UPDATE", (self.info.id,)
@@ -543,9 +563,14 @@ class Memory:
                     "SELECT item_id, credit FROM ks_credits WHERE namespace_id = %s AND episode_id = %s",
                     (self.info.id, episode.episode_id),
                 ).fetchall()
+                added = conn.execute(
+                    "SELECT id FROM ks_items WHERE namespace_id = %s AND source_episode = %s ORDER BY id",
+                    (self.info.id, episode.episode_id),
+                ).fetchall()
                 return CommitResult(episode_id=episode.episode_id, applied=False,
                                     terminal_score=previous["terminal_score"],
-                                    credits={r["item_id"]: r["credit"] for r in credits})
+                                    credits={r["item_id"]: r["credit"] for r in credits},
+                                    new_item_ids=[r["id"] for r in added])
             seq = ns["episode_seq"] + 1
             shown = sorted({e.item_id for e in episode.exposures})
             rows = _fetch_stats(conn, sql.SQL("namespace_id = %(ns)s AND id = ANY(%(ids)s) ORDER BY id FOR UPDATE"),
@@ -559,8 +584,10 @@ class Memory:
             self._insert_episode(conn, episode, seq, update.terminal_score)
             self._write_learning(conn, episode.episode_id, stats, update.stats, update.credits)
             conn.execute("UPDATE ks_namespaces SET episode_seq = %s WHERE id = %s", (seq, self.info.id))
+            new_ids = self._insert_items(
+                conn, [replace(item, source_episode=episode.episode_id) for item in new_items], vectors, seq)
         return CommitResult(episode_id=episode.episode_id, applied=True,
-                            terminal_score=update.terminal_score, credits=update.credits)
+                            terminal_score=update.terminal_score, credits=update.credits, new_item_ids=new_ids)
 
     def _insert_episode(self, conn: psycopg.Connection, episode: EpisodeRecord, seq: int, z: float) -> None:
         conn.execute(
