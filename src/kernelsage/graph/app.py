@@ -1,0 +1,58 @@
+"""The graph that `langgraph.json` serves (LangGraph Server, `langgraph dev`).
+
+Resources come from the environment, once per process: KERNELSAGE_MODEL ("provider:model", or
+"replay:<cassette>" to serve recorded answers, which is then said in every run's metadata),
+KERNELSAGE_BACKEND (cpu), KERNELSAGE_SUITE (builtin or a path), DATABASE_URL (else the embedded
+server), KERNELSAGE_EMBEDDINGS. The namespace and the memory policy are per run, in the context.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+
+from kernelsage.errors import ConfigurationError
+from kernelsage.graph.builder import build_graph
+
+
+def model_from_spec(spec: str) -> BaseChatModel:
+    """A chat model from "provider:model"; "replay:<path>" serves a recorded cassette (never implicitly)."""
+    if spec.startswith("replay:"):
+        from kernelsage.models.cassette import ReplayChatModel
+
+        return ReplayChatModel(path=Path(spec.removeprefix("replay:")))
+    from kernelsage.models.factory import make_chat_model
+
+    return make_chat_model(spec)
+
+
+@cache
+def _compiled() -> CompiledStateGraph:
+    from kernelsage.evals.loaders import load_suite
+    from kernelsage.memory_backend.embeddings import make_embeddings
+    from kernelsage.memory_backend.store import MemoryStore
+    from kernelsage.tools.backend import get_backend
+
+    spec = os.environ.get("KERNELSAGE_MODEL")
+    if not spec:
+        raise ConfigurationError("set KERNELSAGE_MODEL to a chat model, e.g. openai:gpt-4o-mini "
+                                 "(with OPENAI_API_KEY) or replay:<cassette.jsonl>")
+    suite = load_suite(os.environ.get("KERNELSAGE_SUITE", "builtin"))
+    graph = build_graph(
+        models=model_from_spec(spec),
+        backend=get_backend(os.environ.get("KERNELSAGE_BACKEND", "cpu")),
+        tasks=suite.get,
+        memory_store=MemoryStore.connect(),
+        embeddings=make_embeddings(),
+    )
+    return graph.compile(name="kernelsage-episode")
+
+
+def make_graph(config: RunnableConfig) -> CompiledStateGraph:
+    """Graph factory for LangGraph Server; resources are built on the first run and then reused."""
+    return _compiled()

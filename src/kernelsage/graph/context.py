@@ -1,0 +1,26 @@
+"""Run-time settings of an episode, passed as LangGraph's `context` (not through `configurable`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings a host may change per run; defaults come from the environment."""
+
+    namespace: str = field(default_factory=lambda: os.environ.get("KERNELSAGE_NAMESPACE", "cpu/cpp/default"))
+    policy: str = field(default_factory=lambda: os.environ.get("KERNELSAGE_POLICY", "sage"))
+    budget: int = field(default_factory=lambda: _env_int("KERNELSAGE_BUDGET", 30))  # T, candidates per episode
+    early_stop_speedup: float | None = None  # stop refining once best beats the reference by this factor
+    max_gate_asks: int = 2  # re-asks for missing or unknown adoption ids before the round fails
+    max_parse_retries: int = 2  # re-asks for a malformed answer before the round fails
+    top_k: int | None = None  # cold items shown per round (None: the memory's default)
+    seed: int = 0
+    consolidate: bool = True  # run UGC after the episode (off for frozen memories)

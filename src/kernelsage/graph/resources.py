@@ -1,0 +1,55 @@
+"""What the graph factory is given: models, memory, backend and tasks (never globals)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+
+from kernelsage.graph.context import Context
+from kernelsage.memory_backend.store import Memory, MemoryStore
+
+if TYPE_CHECKING:
+    from kernelsage.evals.tasks import Task
+    from kernelsage.tools.backend import KernelBackend
+
+
+@dataclass(kw_only=True)
+class AgentModels:
+    """One chat model per role; roles left out use the generator's model."""
+
+    generator: BaseChatModel
+    optimizer: BaseChatModel | None = None
+    diagnostician: BaseChatModel | None = None
+    curator: BaseChatModel | None = None
+
+    def for_role(self, role: str) -> BaseChatModel:
+        return getattr(self, role) or self.generator
+
+
+@dataclass(kw_only=True)
+class AgentResources:
+    models: AgentModels
+    backend: KernelBackend
+    tasks: Callable[[str], Task]
+    memory_store: MemoryStore | None = None  # None: the agent runs without memory
+    embeddings: Embeddings | None = None
+    read_only: bool = False  # a frozen memory: retrieval only, no credit, no consolidation
+    _memories: dict[tuple[str, str], Memory] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def memory(self, context: Context) -> Memory | None:
+        """The memory handle for this run's namespace and policy (opened once, then reused)."""
+        if self.memory_store is None or context.policy == "none":
+            return None
+        key = (context.namespace, context.policy)
+        with self._lock:
+            if key not in self._memories:
+                self._memories[key] = self.memory_store.open(
+                    context.namespace, embeddings=self.embeddings, policy=context.policy, read_only=self.read_only
+                )
+            return self._memories[key]

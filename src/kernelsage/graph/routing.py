@@ -1,0 +1,42 @@
+"""Where the episode goes next: plain functions of the state, tested on their own."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from kernelsage.graph.state import EpisodeState
+
+
+def budget_spent(state: EpisodeState) -> bool:
+    return state.get("round", 0) >= state.get("budget", 30)
+
+
+def reached_early_stop(state: EpisodeState) -> bool:
+    """The best kernel beats the reference by the configured factor (when one is configured)."""
+    best = state.get("best")
+    target = state.get("early_stop_speedup")
+    if target is None or not best or not best.get("reference_latency") or not best.get("latency"):
+        return False
+    return best["reference_latency"] / best["latency"] >= target
+
+
+def route_after_retrieve(state: EpisodeState) -> Literal["generator", "optimizer"]:
+    """Drafting until the first correct kernel, refining after it."""
+    return "optimizer" if state.get("stage") == "refine" else "generator"
+
+
+def route_after_gate(state: EpisodeState) -> Literal["evaluate", "retrieve", "finish"]:
+    """Evaluate a resolved candidate; a failed round (bad format, unresolved adoption) moves on."""
+    if state.get("pending") is not None:
+        return "evaluate"
+    return "finish" if budget_spent(state) else "retrieve"
+
+
+def route_after_evaluate(state: EpisodeState) -> Literal["finish", "diagnostician", "retrieve"]:
+    """Spent budget or early stop ends the episode; a failure is diagnosed; success is refined."""
+    if budget_spent(state):
+        return "finish"
+    last = state["attempts"][-1]
+    if last["correct"]:
+        return "finish" if reached_early_stop(state) else "retrieve"
+    return "diagnostician"

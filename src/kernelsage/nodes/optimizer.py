@@ -1,0 +1,45 @@
+"""optimizer: after the first correct kernel, refine the best one using its profile."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from kernelsage.graph.context import Context
+from kernelsage.graph.resources import AgentResources
+from kernelsage.graph.state import EpisodeState
+from kernelsage.nodes.common import render, render_history, render_memory
+from kernelsage.nodes.writer import write_candidate
+
+
+def optimizer_prompt(state: EpisodeState, resources: AgentResources, interface: str) -> str:
+    task = resources.tasks(state["task_id"])
+    best = state["best"]
+    assert best is not None, "the optimizer runs only after a correct kernel"
+    reference = best.get("reference_latency")
+    latency = best.get("latency")
+    code = "\n\n".join(f"```cpp file={name}\n{source}\n```" for name, source in best["files"].items())
+    return render(
+        "optimizer", task_id=task.id, level=task.level, category=task.category, description=task.description,
+        interface=interface, best_code=code,
+        best_latency_ms=f"{latency * 1e3:.4f}" if latency else "?",
+        reference_ms=f"{reference * 1e3:.4f}" if reference else "?",
+        speedup=f"{reference / latency:.2f}" if reference and latency else "?",
+        profile=json.dumps(best.get("profile") or {}, sort_keys=True)[:1500],
+        memory=render_memory(state.get("shown", [])), history=render_history(state),
+        round=state.get("round", 0) + 1, budget=state.get("budget", 30),
+    )
+
+
+def make_optimizer_node(resources: AgentResources, interface: Callable[[str], str]) -> Callable[..., dict[str, Any]]:
+    model = resources.models.for_role("optimizer")
+
+    def optimizer(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        prompt = optimizer_prompt(state, resources, interface(state["task_id"]))
+        return write_candidate(role="optimizer", model=model, resources=resources, state=state,
+                               context=runtime.context, prompt=prompt)
+
+    return optimizer

@@ -1,0 +1,34 @@
+"""start: fix the episode's identity and budget before anything else (so a resumed run keeps them)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from kernelsage.graph.context import Context
+from kernelsage.graph.resources import AgentResources
+from kernelsage.graph.state import EpisodeState
+
+
+def make_start_node(resources: AgentResources) -> Callable[..., dict[str, Any]]:
+    def start(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        task = resources.tasks(state["task_id"])
+        return {
+            "episode_id": state.get("episode_id") or f"{task.id}-{uuid.uuid4().hex[:12]}",
+            "operator": task.id,
+            "level": task.level,
+            "stage": "draft",
+            "round": 0,
+            "budget": runtime.context.budget,
+            "early_stop_speedup": runtime.context.early_stop_speedup,
+            "pending": None,
+            "first_correct": None,
+            "best": None,
+            "diagnosis": None,
+            "outcome": None,
+        }
+
+    return start
