@@ -181,3 +181,15 @@ def test_a_recorded_call_is_traced_once_and_a_replay_says_so(tmp_path: Path) -> 
         ("scripted-test-double", "scripted-test-double"),
         ("replay", "replay:traced.jsonl"),
     ]
+
+
+def test_measured_decimals_do_not_change_the_request_key() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from kernelsage.models.cassette import request_key
+
+    recorded = [HumanMessage("round 3: 0.0123 ms per run, relevance 0.84, error 1.5e-04; id 17")]
+    replayed = [HumanMessage("round 3: 0.0131 ms per run, relevance 0.79, error 2.0e-03; id 17")]
+    other_id = [HumanMessage("round 3: 0.0131 ms per run, relevance 0.79, error 2.0e-03; id 18")]
+    assert request_key(recorded) == request_key(replayed)
+    assert request_key(recorded) != request_key(other_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
@@ -56,8 +57,23 @@ def request_key(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
     return _sha256(canonical_request(messages, tools))
 
 
+# Measured values (latencies, errors, relevance scores) differ between a recording and its replay;
+# the answer does not depend on their digits, so the key sees every decimal number as one token.
+_DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:[eE][-+]?\d+)?")
+
+
+def _without_measurements(content: Any) -> Any:
+    if isinstance(content, str):
+        return _DECIMAL.sub("<num>", content)
+    if isinstance(content, list):
+        return [_without_measurements(part) for part in content]
+    if isinstance(content, dict):
+        return {key: _without_measurements(value) for key, value in content.items()}
+    return content
+
+
 def _canonical_message(message: BaseMessage) -> dict[str, Any]:
-    canonical: dict[str, Any] = {"role": message.type, "content": message.content}
+    canonical: dict[str, Any] = {"role": message.type, "content": _without_measurements(message.content)}
     tool_calls = getattr(message, "tool_calls", None)
     if tool_calls:
         canonical["tool_calls"] = [
