@@ -31,3 +31,15 @@ class EpisodeError(KernelsageError):
 
 class TransferFormatError(KernelsageError):
     """An exported memory file is malformed."""
+
+
+class TaskLoadError(KernelsageError):
+    """A task file or folder is malformed (the message names the file and what is wrong)."""
+
+
+class UnknownTaskError(KernelsageError):
+    """A task id is not in the suite that was searched."""
+
+
+class BackendError(KernelsageError):
+    """A kernel backend cannot do its job (unknown backend, missing compiler, worker failure)."""
