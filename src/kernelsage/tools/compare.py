@@ -126,4 +126,4 @@ def matches(expected: Sequence[torch.Tensor], actual: Sequence[torch.Tensor], to
             trial: int) -> bool:
     """Whether every output matches (used to recognise an answer cached from an earlier call)."""
     return all(e.shape == a.shape and compare_output(e, a, t, trial).n_mismatch == 0
-               for e, a, t in zip(expected, actual, tolerances))
+               for e, a, t in zip(expected, actual, tolerances, strict=True))

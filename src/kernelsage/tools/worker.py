@@ -8,6 +8,7 @@ code itself and never runs torch operators, so every child starts from a clean, 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import json
@@ -49,7 +50,7 @@ def _isolate_network() -> bool:
 
 
 def _set_limit(which: int, value: int) -> None:
-    soft, hard = resource.getrlimit(which)
+    _soft, hard = resource.getrlimit(which)
     ceiling = hard if hard != resource.RLIM_INFINITY else value
     resource.setrlimit(which, (min(value, ceiling), hard))
 
@@ -136,10 +137,8 @@ def _wait_for(pid: int, read_fd: int, wall_s: float) -> tuple[bytes, bool]:
         os.close(pidfd)
     if timed_out:
         for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 target()
-            except ProcessLookupError:
-                pass
     os.set_blocking(read_fd, False)
     try:
         while data := os.read(read_fd, 1 << 16):
@@ -173,10 +172,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         os.close(read_fd)
     _, status, usage = os.wait4(pid, 0)
     # A child killed by the clock leaves its session's other processes (a compiler, say): end them too.
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     events = []
     for line in raw.decode(errors="replace").splitlines():
         try:

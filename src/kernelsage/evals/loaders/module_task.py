@@ -55,7 +55,7 @@ def module_instantiate(
         forward_args = list(make_inputs(case))
         inputs: dict[str, torch.Tensor] = {}
         attrs: dict[str, Scalar] = {}
-        for name, value in zip(_parameter_names(model.forward, len(forward_args)), forward_args):
+        for name, value in zip(_parameter_names(model.forward, len(forward_args)), forward_args, strict=True):
             if isinstance(value, torch.Tensor) and value.dim() > 0:
                 inputs[name] = value.detach().contiguous()
             elif (attr := _as_attr(value)) is not None:
@@ -66,7 +66,7 @@ def module_instantiate(
             inputs[f"param.{name}"] = tensor.detach().contiguous()
         for name, tensor in model.named_buffers():
             inputs[f"buffer.{name}"] = tensor.detach().contiguous()
-        for name, value in zip(_parameter_names(model_class.__init__, len(init_args) + 1)[1:], init_args):
+        for name, value in zip(_parameter_names(model_class.__init__, len(init_args) + 1)[1:], init_args, strict=True):
             attr = _as_attr(value)
             if attr is not None:
                 attrs[name if name not in attrs else f"init_{name}"] = attr

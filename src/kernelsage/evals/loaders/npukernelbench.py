@@ -58,7 +58,7 @@ def parse_test_cases(path: Path) -> list[TestCase]:
     for number, row in enumerate(rows[1:], start=2):
         if len(row) != len(header):
             raise TaskLoadError(f"{path}:{number}: {len(row)} fields, the header has {len(header)}")
-        params = {name: _literal(cell) for name, cell in zip(header, row)}
+        params = {name: _literal(cell) for name, cell in zip(header, row, strict=True)}
         case_id = params.get("case_id", params.get("id", number - 1))
         dtype = params.get("dtype", "float32")
         cases.append(TestCase(name=f"case_{case_id}", params=params,

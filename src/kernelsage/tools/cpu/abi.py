@@ -44,7 +44,7 @@ def tensor_struct(tensor: torch.Tensor) -> KsTensor:
     struct.data = tensor.data_ptr()
     struct.dtype = DTYPE_CODES[tensor.dtype]
     struct.ndim = tensor.dim()
-    for axis, (size, stride) in enumerate(zip(tensor.shape, tensor.stride())):
+    for axis, (size, stride) in enumerate(zip(tensor.shape, tensor.stride(), strict=True)):
         struct.shape[axis] = size
         struct.strides[axis] = stride
     return struct

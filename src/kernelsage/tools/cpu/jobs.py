@@ -103,7 +103,7 @@ def _case_result(name: str, trial: int, code: int, expected: tuple[torch.Tensor,
     if code != 0:
         return CaseResult(case=name, trial=trial, passed=False, status=Status.RUNTIME_ERROR,
                           message=f"ks_kernel returned {code}").to_dict()
-    comparisons = [compare_output(e, a, t, trial, i) for i, (e, a, t) in enumerate(zip(expected, outputs, tolerances))]
+    comparisons = [compare_output(e, a, t, trial, i) for i, (e, a, t) in enumerate(zip(expected, outputs, tolerances, strict=True))]
     status = classify(comparisons)
     message = ""
     if status is not Status.OK and previous is not None and matches(previous, outputs, tolerances, trial):
@@ -138,7 +138,7 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
         emit({"kind": "result", "data": {"status": "runtime_error", "message": f"ks_kernel returned {code}"}})
         return
     correct = classify([compare_output(e, a, t, 0, i)
-                        for i, (e, a, t) in enumerate(zip(expected, outputs, tolerances))]) is Status.OK
+                        for i, (e, a, t) in enumerate(zip(expected, outputs, tolerances, strict=True))]) is Status.OK
     warmup, reps = payload["warmup"], payload["reps"]
     candidate = measure(call, warmup=warmup, reps=reps)
     with torch.inference_mode():
