@@ -61,6 +61,8 @@ def describe_mismatches(result: VerifyResult, limit: int = 8) -> str:
     if result.correct or failure is None:
         header = f"{result.status.value}: {result.message}" if result.message else result.status.value
         return header if not result.correct else f"all {len(result.cases)} case runs passed"
+    if failure.n_elements == 0:  # the case never produced outputs (crash, timeout, error code)
+        return f"{failure.status.value} in case {failure.case!r} (trial {failure.trial}): {failure.message}"
     lines = [
         f"{failure.status.value} in case {failure.case!r} (trial {failure.trial}): {failure.n_mismatch} of "
         f"{failure.n_elements} elements wrong" + (f", {failure.n_unwritten} never written" if failure.n_unwritten

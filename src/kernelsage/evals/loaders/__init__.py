@@ -24,7 +24,7 @@ def resolve_source(source: str | Path) -> Path:
     path = Path(source).expanduser()
     if not path.exists():
         raise TaskLoadError(f"{path}: no such file or directory (give a suite path or 'builtin')")
-    return path
+    return path.resolve()  # absolute: the sandbox worker loads tasks again from another directory
 
 
 def detect_format(path: Path) -> str:

@@ -182,16 +182,18 @@ class CpuBackend:
         started = time.perf_counter()
         outcome = self._run("verify", payload)
         seconds = time.perf_counter() - started
-        data = outcome.result()
-        if data is None:
+        cases = [CaseResult.model_validate(e["data"]) for e in outcome.events if e.get("kind") == "case"]
+        if outcome.result() is None:
             status, message = classify_crash(outcome, self.run_limits)
             progress = outcome.last("progress")
             where = f" in case {progress['case']!r} (trial {progress['trial']})" if progress else ""
-            cases = [CaseResult(case=progress["case"], trial=progress["trial"], passed=False, status=status,
-                                message=message)] if progress else []
-            return VerifyResult(status=status, correct=False, cases=cases, trials=trials, seed=seed,
+            if progress:
+                cases.append(CaseResult(case=progress["case"], trial=progress["trial"], passed=False,
+                                        status=status, message=message))
+            # The first failing case names the class (a crash after a wrong case is reported in the message).
+            first = next((case.status for case in cases if not case.passed), status)
+            return VerifyResult(status=first, correct=False, cases=cases, trials=trials, seed=seed,
                                 seconds=seconds, message=message + where, stderr_tail=outcome.stderr_tail)
-        cases = [CaseResult.model_validate(case) for case in data["cases"]]
         failure = next((case for case in cases if not case.passed), None)
         status = failure.status if failure else Status.OK
         message = "" if failure is None else (failure.message or f"{failure.n_mismatch} of {failure.n_elements} "

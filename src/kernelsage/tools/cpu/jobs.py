@@ -81,7 +81,7 @@ def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     torch.set_num_threads(payload["threads"])
     kernel = load_entry_point(payload["library"])
     previous: dict[str, tuple[torch.Tensor, ...]] = {}
-    results: list[dict[str, Any]] = []
+    failed = False
     for trial in range(payload["trials"]):
         for index, case in enumerate(task.cases):
             emit({"kind": "progress", "case": case.name, "trial": trial})
@@ -90,12 +90,13 @@ def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
             outputs = _outputs_like(expected, trial)
             inputs = [tensor.contiguous() for tensor in instance.inputs.values()]
             code = KernelCall(kernel, inputs, outputs, instance.attrs)()
-            results.append(_case_result(case.name, trial, code, expected, outputs, tolerances,
-                                        previous.get(case.name)))
+            result = _case_result(case.name, trial, code, expected, outputs, tolerances, previous.get(case.name))
+            emit({"kind": "case", "data": result})  # streamed, so a later crash does not lose it
+            failed = failed or not result["passed"]
             previous[case.name] = expected
-        if any(not r["passed"] for r in results):
+        if failed:
             break  # report the failing trial in full; later trials add nothing
-    emit({"kind": "result", "data": {"cases": results}})
+    emit({"kind": "result", "data": {"done": True}})
 
 
 def _case_result(name: str, trial: int, code: int, expected: tuple[torch.Tensor, ...], outputs: list[torch.Tensor],
