@@ -20,9 +20,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "kernelsage" / "tools" 
 
 @pytest.fixture(scope="session")
 def cpu_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CpuBackend]:
-    """A cpu backend with a private build cache and tight limits, so failure tests end quickly."""
+    """A cpu backend with a private build cache and a short wall-clock limit, so a hang ends quickly."""
     backend = CpuBackend(cache_dir=tmp_path_factory.mktemp("builds"), reps=20, warmup=2,
-                         run_limits=Limits(wall_s=4, cpu_s=20, memory_bytes=512 << 20))
+                         run_limits=Limits(wall_s=4, cpu_s=20))
     yield backend
     backend.close()
 
@@ -46,3 +46,12 @@ def build(cpu_backend: CpuBackend):
         return cpu_backend.compile(Candidate(task_id=task_id, files={"kernel.cpp": path.read_text()}))
 
     return compile_file
+
+
+@pytest.fixture(scope="session")
+def small_memory_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CpuBackend]:
+    """A cpu backend whose children may map only 256 MiB more than the worker, so a memory bomb ends fast."""
+    backend = CpuBackend(cache_dir=tmp_path_factory.mktemp("builds-small"),
+                         run_limits=Limits(wall_s=10, cpu_s=20, memory_bytes=256 << 20))
+    yield backend
+    backend.close()

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from kernelsage.tools.backend import KernelBackend, backend_names, get_backend, register_backend
 from kernelsage.tools.results import (
-    Artifact, Candidate, CaseResult, CompileResult, CompilerMessage, Mismatch, ProfileResult, Status, Timing,
+    Artifact,
+    Candidate,
+    CaseResult,
+    CompileResult,
+    CompilerMessage,
+    Mismatch,
+    ProfileResult,
+    Status,
+    Timing,
     VerifyResult,
 )
 

@@ -209,5 +209,21 @@ def main() -> None:
         out.flush()
 
 
+def probe(payload: dict[str, Any], context: Any, emit: Callable[[dict[str, Any]], None]) -> None:
+    """Report what a sandboxed child sees (a self-check of the sandbox; no candidate code involved)."""
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", int(payload.get("port", 9))), timeout=1):
+            network = "connected"
+    except OSError as exc:
+        network = f"{type(exc).__name__}: {exc}"
+    emit({"kind": "result", "data": {
+        "env": sorted(os.environ), "cwd": os.getcwd(), "network": network,
+        "address_space_limit": resource.getrlimit(resource.RLIMIT_AS)[0],
+        "cpu_limit": resource.getrlimit(resource.RLIMIT_CPU)[0],
+    }})
+
+
 if __name__ == "__main__":
     main()

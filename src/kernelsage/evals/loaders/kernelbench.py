@@ -12,7 +12,7 @@ import torch
 
 from kernelsage.errors import TaskLoadError
 from kernelsage.evals.loaders.common import LoadProblem, LoadReport, import_file, level_from_path
-from kernelsage.evals.loaders.module_task import model_source, module_instantiate
+from kernelsage.evals.loaders.module_task import module_instantiate
 from kernelsage.evals.tasks import Task, TaskOrigin, TestCase
 
 
@@ -40,7 +40,7 @@ def load_kernelbench_file(path: Path, root: Path) -> Task:
     parent = relative.parent.name
     category = parent if parent and not parent.lower().startswith("level") else "kernelbench"
     doc = (module.__doc__ or model_class.__doc__ or "").strip()
-    description = (f"{doc}\n\n" if doc else "") + "Reference (PyTorch):\n" + model_source(model_class)
+    description = (f"{doc}\n\n" if doc else "") + f"Reference (PyTorch, {path.name}):\n" + path.read_text()
     default = TestCase(name="default")
     return Task(
         id=task_id_for(path, root), level=level_from_path(relative.parts), category=category,

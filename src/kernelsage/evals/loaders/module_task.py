@@ -79,9 +79,3 @@ def module_instantiate(
 
     return instantiate
 
-
-def model_source(model_class: type) -> str:
-    try:
-        return inspect.getsource(model_class)
-    except (OSError, TypeError):
-        return ""

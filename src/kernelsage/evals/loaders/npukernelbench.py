@@ -20,7 +20,7 @@ import torch
 
 from kernelsage.errors import TaskLoadError
 from kernelsage.evals.loaders.common import LoadProblem, LoadReport, import_file, level_from_path
-from kernelsage.evals.loaders.module_task import model_source, module_instantiate
+from kernelsage.evals.loaders.module_task import module_instantiate
 from kernelsage.evals.loaders.npu_standin import torch_npu_standin
 from kernelsage.evals.tasks import Task, TaskOrigin, TestCase
 
@@ -98,7 +98,8 @@ def load_npu_task(folder: Path, root: Path) -> Task:
             raise TaskLoadError(f"{validation / 'prepare_inputs.py'}: no {function}(param, device) function")
     relative = folder.relative_to(root) if folder != root else Path(folder.name)
     description = (folder / "api_desc.md").read_text(encoding="utf-8").strip()
-    description += "\n\nReference (PyTorch):\n" + model_source(model_class)
+    for name in ("module.py", "prepare_inputs.py"):
+        description += f"\n\nvalidation/{name}:\n" + (validation / name).read_text(encoding="utf-8")
     perf = max(cases, key=case_size)  # max keeps the first of equals
     return Task(
         id=relative.as_posix(), level=level_from_path(relative.parts),

@@ -49,6 +49,12 @@ def _attention(q, k, v, causal):
     return torch.softmax(scores, -1) @ v
 
 
+def distinct_rows(rows: int, n: int, dtype: str, generator: torch.Generator, spread: float) -> torch.Tensor:
+    """Rows of n distinct values in [-spread, spread), randomly ordered: top-k has no ties to break."""
+    ranks = torch.rand((rows, n), generator=generator).argsort(-1).to(torch.float64)
+    return (ranks / n * 2.0 - 1.0).mul(spread).to(getattr(torch, dtype))
+
+
 def _topk(x, k):
     result = torch.topk(x, k, dim=-1, largest=True, sorted=True)
     return result.values, result.indices
@@ -136,16 +142,19 @@ TASKS = [
     define_task(
         id="l3_topk", level=3, category="topk",
         description="Top-k along the last dimension, largest first: outputs[0] values [rows, k] (x's dtype), "
-                    "outputs[1] indices [rows, k] (int64). Input x [rows, n]; attribute k (int).",
-        reference=_topk, inputs=lambda c, g: {"x": randn((c["rows"], c["n"]), c.dtype, g)},
+                    "outputs[1] indices [rows, k] (int64). Input x [rows, n] (the values of a row are distinct); "
+                    "attribute k (int).",
+        reference=_topk, inputs=lambda c, g: {"x": distinct_rows(c["rows"], c["n"], c.dtype, g, 3.0)},
         attrs=lambda c: {"k": c["k"]}, cases=TOPK_CASES, perf=case("perf", rows=4096, n=1024, k=8),
     ),
     define_task(
         id="l3_moe_router", level=3, category="topk",
         description="Mixture-of-experts router: p = softmax(logits) over experts; keep the k largest p per row "
                     "(largest first) and renormalise them to sum to 1. Input logits [tokens, experts]; outputs[0] "
-                    "weights [tokens, k], outputs[1] expert indices [tokens, k] (int64); attribute k (int).",
-        reference=_router, inputs=lambda c, g: {"logits": randn((c["tokens"], c["experts"]), c.dtype, g, 2.0)},
+                    "weights [tokens, k], outputs[1] expert indices [tokens, k] (int64); attribute k (int). The logits of a "
+                    "row are distinct.",
+        reference=_router,
+        inputs=lambda c, g: {"logits": distinct_rows(c["tokens"], c["experts"], c.dtype, g, 4.0)},
         attrs=lambda c: {"k": c["k"]},
         cases=[case("small", tokens=64, experts=8, k=2), case("wide", tokens=13, experts=64, k=6)],
         perf=case("perf", tokens=8192, experts=64, k=8),
