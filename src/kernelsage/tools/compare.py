@@ -23,29 +23,27 @@ FLOAT_POISON_BITS: dict[torch.dtype, tuple[torch.dtype, int]] = {
 INT_POISONS = (0x5A5A5A5A, -0x21524111, 0x7BADBEEF)
 
 
+def poison_value(dtype: torch.dtype, trial: int) -> tuple[torch.dtype, int]:
+    """The dtype to view an output as, and the value in that view that marks an element as unwritten."""
+    if dtype in FLOAT_POISON_BITS:
+        return FLOAT_POISON_BITS[dtype]
+    if dtype == torch.bool:
+        return torch.uint8, 0x5A if trial % 2 == 0 else 0xA5  # neither 0 nor 1
+    info = torch.iinfo(dtype)
+    value = INT_POISONS[trial % len(INT_POISONS)]
+    return dtype, info.min + (value - info.min) % (info.max - info.min + 1)
+
+
 def poison(tensor: torch.Tensor, trial: int) -> None:
     """Fill an output buffer with the poison value for its dtype (the integer one varies with `trial`)."""
-    if tensor.dtype in FLOAT_POISON_BITS:
-        bits_dtype, bits = FLOAT_POISON_BITS[tensor.dtype]
-        tensor.view(bits_dtype).fill_(bits)
-    elif tensor.dtype == torch.bool:
-        tensor.view(torch.uint8).fill_(0x5A if trial % 2 == 0 else 0xA5)  # neither 0 nor 1
-    else:
-        info = torch.iinfo(tensor.dtype)
-        value = INT_POISONS[trial % len(INT_POISONS)]
-        tensor.fill_(info.min + (value - info.min) % (info.max - info.min + 1))
+    view_dtype, value = poison_value(tensor.dtype, trial)
+    tensor.view(view_dtype).fill_(value)
 
 
 def poisoned_mask(tensor: torch.Tensor, trial: int) -> torch.Tensor:
     """Where `tensor` still holds the poison of `trial`."""
-    reference = torch.empty_like(tensor)
-    poison(reference, trial)
-    if tensor.dtype in FLOAT_POISON_BITS:
-        bits_dtype, _ = FLOAT_POISON_BITS[tensor.dtype]
-        return tensor.view(bits_dtype) == reference.view(bits_dtype)
-    if tensor.dtype == torch.bool:
-        return tensor.view(torch.uint8) == reference.view(torch.uint8)
-    return tensor == reference
+    view_dtype, value = poison_value(tensor.dtype, trial)
+    return tensor.view(view_dtype) == value
 
 
 @dataclass(frozen=True)
@@ -66,40 +64,56 @@ class Comparison:
 
 def compare_output(expected: torch.Tensor, actual: torch.Tensor, tolerance: Tolerance, trial: int,
                    output_index: int = 0) -> Comparison:
-    """Compare one output: an element fails only when both its absolute and relative error exceed tolerance."""
+    """Compare one output: an element fails only when both its absolute and relative error exceed tolerance.
+
+    |a - e| > rtol * |e| stands for rel > rtol without dividing (so |e| = 0 needs no special case). Work is
+    done in float32 (float64 for float64 outputs), with sums accumulated in float64.
+    """
     if tuple(expected.shape) != tuple(actual.shape):
         raise ValueError(f"output {output_index}: shape {list(actual.shape)} != expected {list(expected.shape)}")
     unwritten = poisoned_mask(actual, trial).reshape(-1)
+    work = torch.float64 if expected.dtype == torch.float64 else torch.float32
     if expected.dtype == torch.bool or actual.dtype == torch.bool:
         # A bool byte other than 0/1 (e.g. the poison) must not read as true.
-        exp = expected.reshape(-1).view(torch.uint8).to(torch.float64)
-        act = actual.reshape(-1).view(torch.uint8).to(torch.float64)
-    else:
-        exp = expected.reshape(-1).to(torch.float64)
-        act = actual.reshape(-1).to(torch.float64)
-    exp_finite, act_finite = torch.isfinite(exp), torch.isfinite(act)
-    both = exp_finite & act_finite
-    abs_err = torch.where(both, (act - exp).abs(), torch.zeros_like(exp))
+        exp = expected.reshape(-1).view(torch.uint8).to(work)
+        act = actual.reshape(-1).view(torch.uint8).to(work)
+    elif expected.is_floating_point():
+        exp, act = expected.reshape(-1).to(work), actual.reshape(-1).to(work)
+    else:  # integers: exact in float64
+        exp, act = expected.reshape(-1).to(torch.float64), actual.reshape(-1).to(torch.float64)
+    diff = (act - exp).abs_()
     magnitude = exp.abs()
-    rel_valid = both & (magnitude > 0)
-    rel_err = torch.where(rel_valid, abs_err / torch.where(rel_valid, magnitude, torch.ones_like(exp)),
-                          torch.where(abs_err > 0, torch.full_like(exp, float("inf")), torch.zeros_like(exp)))
-    too_far = both & (abs_err > tolerance.atol) & (rel_err > tolerance.rtol)
-    nonfinite = exp_finite & ~act_finite
-    # Non-finite references (NaN, +-Inf) must be reproduced exactly in kind.
-    exp_nan, act_nan = torch.isnan(exp), torch.isnan(act)
-    special_wrong = ~exp_finite & ~((exp_nan & act_nan) | (~exp_nan & (exp == act)))
-    failed = too_far | nonfinite | special_wrong | unwritten
+    failed = (diff > tolerance.atol) & (diff > magnitude * tolerance.rtol)
+    exp_finite, act_finite = torch.isfinite(exp), torch.isfinite(act)
+    all_finite = bool(exp_finite.all()) and bool(act_finite.all())
+    n_nonfinite = 0
+    if not all_finite:
+        nonfinite = exp_finite & ~act_finite
+        # Non-finite references (NaN, +-Inf) must be reproduced exactly in kind.
+        exp_nan, act_nan = torch.isnan(exp), torch.isnan(act)
+        special_wrong = ~exp_finite & ~((exp_nan & act_nan) | (~exp_nan & (exp == act)))
+        failed |= nonfinite | special_wrong
+        n_nonfinite = int(torch.count_nonzero(nonfinite & ~unwritten))
+        diff = torch.where(exp_finite & act_finite, diff, torch.zeros_like(diff))
+    failed |= unwritten
+    # Relative errors over elements with a non-zero, finite reference (masked division, no boolean gather).
+    rel = diff / magnitude
+    rel_valid = magnitude > 0
+    if not all_finite:
+        rel_valid &= exp_finite & act_finite
+    rel = torch.where(rel_valid, rel, torch.zeros_like(rel))
+    n_rel = int(torch.count_nonzero(rel_valid))
     positions = torch.nonzero(failed).reshape(-1)[:MAX_REPORTED_MISMATCHES].tolist()
     shape = tuple(expected.shape)
     mismatches = [Mismatch(output=output_index, index=_unravel(p, shape), expected=float(exp[p]),
                            actual=float(act[p])) for p in positions]
     return Comparison(
-        n_elements=exp.numel(), n_mismatch=int(failed.sum()), n_unwritten=int(unwritten.sum()),
-        n_nonfinite=int((nonfinite & ~unwritten).sum()),
-        max_abs=float(abs_err.max()) if abs_err.numel() else 0.0, sum_abs=float(abs_err.sum()),
-        max_rel=float(rel_err[rel_valid].max()) if bool(rel_valid.any()) else 0.0,
-        sum_rel=float(rel_err[rel_valid].sum()), n_rel=int(rel_valid.sum()), mismatches=mismatches,
+        n_elements=exp.numel(), n_mismatch=int(torch.count_nonzero(failed)),
+        n_unwritten=int(torch.count_nonzero(unwritten)),
+        n_nonfinite=n_nonfinite,
+        max_abs=float(diff.max()) if diff.numel() else 0.0, sum_abs=float(diff.sum(dtype=torch.float64)),
+        max_rel=float(rel.max()) if n_rel else 0.0, sum_rel=float(rel.sum(dtype=torch.float64)),
+        n_rel=n_rel, mismatches=mismatches,
     )
 
 
