@@ -61,7 +61,9 @@ def check(
     if not source.is_file():
         raise ConfigurationError(f"{source}: no such source file")
     task = find_task(load_suite(suite, format), task_id)
-    candidate = Candidate(task_id=task.id, files={source.name if source.suffix else "kernel.cpp": source.read_text()})
+    # The compiler needs a C++ suffix; any other file name is presented to it as kernel.cpp.
+    name = source.name if source.suffix in (".cpp", ".cc", ".cxx") else "kernel.cpp"
+    candidate = Candidate(task_id=task.id, files={name: source.read_text()})
     backend = get_backend(backend_name)
     try:
         compiled = backend.compile(candidate)

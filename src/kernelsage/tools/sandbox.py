@@ -140,15 +140,16 @@ class Sandbox:
             raise BackendError(f"the sandbox worker did not start: {line!r}")
         return process
 
-    @staticmethod
-    def _read_line(process: subprocess.Popen[bytes], timeout: float) -> bytes:
+    def _read_line(self, process: subprocess.Popen[bytes], timeout: float) -> bytes:
         assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], timeout)
         line = process.stdout.readline() if ready else b""
         if not line:
             process.kill()
-            log = ""
-            raise BackendError(f"the sandbox worker stopped answering (exit code {process.poll()}){log}")
+            process.wait()
+            log = (self.root / "worker.log").read_text(errors="replace").strip().splitlines()[-3:]
+            raise BackendError(f"the sandbox worker stopped answering (exit code {process.returncode})"
+                               + (f": {' | '.join(log)}" if log else ""))
         return line
 
     def workdir(self) -> Path:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import secrets
 import shutil
@@ -226,6 +225,3 @@ class CpuBackend:
                                                        "reference",
         )
 
-
-def describe(result: Any) -> str:
-    return json.dumps(result.to_dict(), indent=2)
