@@ -43,3 +43,15 @@ class CassetteMissError(ModelError):
 
 class ParseError(KernelsageError):
     """The model's answer does not follow the required format; the message says what is wrong."""
+
+
+class TaskLoadError(KernelsageError):
+    """A task file or folder is malformed (the message names the file and what is wrong)."""
+
+
+class UnknownTaskError(KernelsageError):
+    """A task id is not in the suite that was searched."""
+
+
+class BackendError(KernelsageError):
+    """A kernel backend cannot do its job (unknown backend, missing compiler, worker failure)."""

@@ -7,6 +7,7 @@ import typer
 from kernelsage import __version__
 from kernelsage.cli.common import run_guarded
 from kernelsage.cli.memory import memory_app
+from kernelsage.cli.tasks import check, tasks_app
 
 app = typer.Typer(
     name="kernelsage",
@@ -15,6 +16,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(memory_app, name="memory")
+app.add_typer(tasks_app, name="tasks")
+app.command("check")(check)
 
 
 def _print_version(value: bool) -> None:

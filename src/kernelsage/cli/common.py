@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kernelsage.errors import KernelsageError
 
@@ -30,7 +31,7 @@ def run_guarded(app: typer.Typer) -> None:
     try:
         app()  # standalone: usage errors print click's message and exit 2
     except KernelsageError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

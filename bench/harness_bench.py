@@ -1,0 +1,122 @@
+"""Benchmark of the cpu backend's harness: compile time, verify/profile overhead, timing stability.
+
+Not a test. Prints a table, then as its last line one JSON object:
+  compile_median_s    median wall time of a fresh (uncached) compile of a small kernel, sandbox included
+  verify_overhead_s   median wall time of verifying a cheap kernel (all cases x 3 trials) minus kernel time
+  profile_overhead_s  median wall time of a profile minus the time spent in the timed calls themselves
+  profile_cv          coefficient of variation of the mean latency of one kernel profiled 10 times
+  double_work_ratio   mean latency of a kernel doing its work twice / the same kernel doing it once (~2)
+Targets: compile <= 0.5 s, overheads <= 0.3 s, CV <= 3 %, ratio within 10 % of 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from kernelsage.evals.loaders import find_task, load_suite
+from kernelsage.tools.cpu.backend import CpuBackend
+from kernelsage.tools.results import Candidate
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "kernelsage" / "tools" / "cpu" / "examples"
+
+# Exact GELU, `passes` times over the same output: compute-bound (erf), so twice the passes is twice the work.
+GELU_PASSES = """
+#include "kernelsage_cpu.h"
+#include <cmath>
+#include <cstdint>
+
+int ks_kernel(const ks_tensor* inputs, int n_inputs, ks_tensor* outputs, int n_outputs,
+              const ks_attr* attrs, int n_attrs) {
+    const float* x = (const float*)inputs[0].data;
+    float* y = (float*)outputs[0].data;
+    const int64_t n = ks_numel(&inputs[0]);
+    for (int pass = 0; pass < PASSES; ++pass) {
+        #pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678f));
+    }
+    return 0;
+}
+"""
+
+
+def _cv(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5, help="runs per overhead figure (median reported)")
+    parser.add_argument("--profiles", type=int, default=10, help="profiles of one kernel for the CV")
+    args = parser.parse_args()
+
+    suite = load_suite("builtin")
+    relu, gelu = find_task(suite, "l1_relu"), find_task(suite, "l1_gelu")
+    relu_source = (EXAMPLES / "l1_relu.cpp").read_text()
+    with tempfile.TemporaryDirectory() as cache, CpuBackend(cache_dir=cache) as backend:
+        warm = backend.compile(Candidate(task_id=relu.id, files={"kernel.cpp": relu_source}))
+        backend.verify(warm.artifact, relu)  # starts the worker, loads the task
+
+        compile_s = []
+        for variant in range(args.repeats):
+            started = time.perf_counter()
+            result = backend.compile(Candidate(task_id=relu.id, files={
+                "kernel.cpp": f"// variant {variant} {time.time_ns()}\n{relu_source}"}))
+            compile_s.append(time.perf_counter() - started)
+            assert result.ok and not result.cached, result.log
+
+        verify_s = []
+        for _ in range(args.repeats):
+            started = time.perf_counter()
+            verified = backend.verify(warm.artifact, relu)
+            verify_s.append(time.perf_counter() - started)
+            assert verified.correct, verified.message
+
+        profile_overhead = []
+        for _ in range(args.repeats):
+            started = time.perf_counter()
+            profiled = backend.profile(warm.artifact, relu)
+            wall = time.perf_counter() - started
+            calls = profiled.candidate.warmup + profiled.candidate.reps
+            timed = (profiled.candidate.mean + profiled.reference.mean) * calls
+            profile_overhead.append(wall - timed)
+
+        single = backend.compile(Candidate(task_id=gelu.id, files={"kernel.cpp": "#define PASSES 1\n" + GELU_PASSES}))
+        double = backend.compile(Candidate(task_id=gelu.id, files={"kernel.cpp": "#define PASSES 2\n" + GELU_PASSES}))
+        assert single.ok and double.ok, single.log + double.log
+        once = [backend.profile(single.artifact, gelu) for _ in range(args.profiles)]
+        twice = [backend.profile(double.artifact, gelu) for _ in range(3)]
+        means_once = [p.candidate.mean for p in once]
+        means_twice = [p.candidate.mean for p in twice]
+
+    figures = {
+        "compile_median_s": statistics.median(compile_s),
+        "verify_overhead_s": statistics.median(verify_s),
+        "profile_overhead_s": statistics.median(profile_overhead),
+        "profile_cv": _cv(means_once),
+        "profile_cv_median": _cv([p.candidate.median for p in once]),
+        "double_work_ratio": statistics.median(means_twice) / statistics.median(means_once),
+        "gelu_once_ms": statistics.median(means_once) * 1e3,
+        "gelu_reference_ms": statistics.median(p.reference.mean for p in once) * 1e3,
+        "threads": backend.threads,
+    }
+    targets = {"compile_median_s": "<= 0.5", "verify_overhead_s": "<= 0.3", "profile_overhead_s": "<= 0.3",
+               "profile_cv": "<= 0.03", "double_work_ratio": "1.8 .. 2.2"}
+    table = Table(title="cpu backend harness")
+    for column in ("figure", "value", "target"):
+        table.add_column(column)
+    for name, value in figures.items():
+        table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value), targets.get(name, ""))
+    Console().print(table)
+    print(json.dumps(figures, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""`kernelsage tasks list` and `kernelsage check`: browse task suites and check one candidate kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from kernelsage.cli.common import JsonOption, console, err_console, print_json
+from kernelsage.errors import ConfigurationError
+
+tasks_app = typer.Typer(help="Browse task suites (built-in, KernelBench, NPUKernelBench).", no_args_is_help=True)
+
+SuiteOption = typer.Option("builtin", "--suite", "-s", help="'builtin' or a path to a suite file or directory.")
+FormatOption = typer.Option("auto", "--format", "-f", help="auto | suite | kernelbench | npukernelbench.")
+
+
+@tasks_app.command("list")
+def list_tasks(
+    suite: str = SuiteOption,
+    format: str = FormatOption,
+    level: int | None = typer.Option(None, "--level", "-l", help="Only tasks of this level."),
+    as_json: bool = JsonOption,
+) -> None:
+    """List the tasks of a suite (task files that fail to load are reported and skipped)."""
+    from kernelsage.evals.loaders import load_suite
+
+    report = load_suite(suite, format)
+    tasks = [task for task in report.tasks if level is None or task.level == level]
+    if as_json:
+        print_json({"tasks": [task.summary() for task in tasks],
+                    "problems": [{"path": p.path, "message": p.message} for p in report.problems]})
+        return
+    table = Table(title=f"{len(tasks)} tasks ({suite})")
+    for column in ("id", "level", "category", "cases", "description"):
+        table.add_column(column, overflow="fold", max_width=70 if column == "description" else None)
+    for task in tasks:
+        summary = task.summary()
+        table.add_row(escape(task.id), str(task.level), escape(task.category), str(len(task.cases)),
+                      escape(summary["description"]))
+    console.print(table)
+    for problem in report.problems:
+        err_console.print(f"[yellow]skipped:[/] {escape(problem.message)}", highlight=False)
+
+
+def check(
+    task_id: str = typer.Option(..., "--task", "-t", help="Task id (see `kernelsage tasks list`)."),
+    source: Path = typer.Option(..., "--source", help="The candidate kernel source file."),
+    backend_name: str = typer.Option("cpu", "--backend", "-b", help="Kernel backend."),
+    suite: str = SuiteOption,
+    format: str = FormatOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Compile, verify and (when correct) profile one candidate; exit code 0 only when it is correct."""
+    from kernelsage.evals.loaders import find_task, load_suite
+    from kernelsage.tools import Candidate, get_backend
+
+    if not source.is_file():
+        raise ConfigurationError(f"{source}: no such source file")
+    task = find_task(load_suite(suite, format), task_id)
+    # The compiler needs a C++ suffix; any other file name is presented to it as kernel.cpp.
+    name = source.name if source.suffix in (".cpp", ".cc", ".cxx") else "kernel.cpp"
+    candidate = Candidate(task_id=task.id, files={name: source.read_text()})
+    backend = get_backend(backend_name)
+    try:
+        compiled = backend.compile(candidate)
+        verified = backend.verify(compiled.artifact, task) if compiled.artifact else None
+        profiled = backend.profile(compiled.artifact, task) if verified and verified.correct else None
+    finally:
+        backend.close()
+    correct = bool(verified and verified.correct)
+    report: dict[str, Any] = {
+        "task": task.id, "backend": backend_name, "correct": correct,
+        "compile": compiled.to_dict(), "verify": verified.to_dict() if verified else None,
+        "profile": profiled.to_dict() if profiled else None,
+    }
+    if as_json:
+        print_json(report)
+    else:
+        _print_check(report, compiled, verified, profiled)
+    raise typer.Exit(0 if correct else 1)
+
+
+def _print_check(report: dict[str, Any], compiled: Any, verified: Any, profiled: Any) -> None:
+    from kernelsage.tools.diagnostics import describe_mismatches, summarize_compiler_errors
+
+    table = Table(title=f"check {report['task']} on {report['backend']}", show_header=False)
+    table.add_row("compile", f"{compiled.status.value} in {compiled.seconds:.2f} s"
+                  + (" (cached)" if compiled.cached else ""))
+    if not compiled.ok:
+        table.add_row("", escape(summarize_compiler_errors(compiled)))
+    if verified is not None:
+        table.add_row("verify", f"{verified.status.value}: {len(verified.cases)} case runs, {verified.trials} "
+                                f"trials, seed {verified.seed}")
+        if not verified.correct:
+            table.add_row("", escape(describe_mismatches(verified)))
+    if profiled is not None and profiled.candidate and profiled.reference:
+        table.add_row("profile", f"candidate {profiled.candidate.mean * 1e3:.3f} ms (cv {profiled.candidate.cv:.1%}), "
+                                 f"reference {profiled.reference.mean * 1e3:.3f} ms, speedup "
+                                 f"{profiled.speedup:.2f}x on {profiled.case!r}")
+        if profiled.message:
+            table.add_row("", escape(profiled.message))
+    console.print(table)

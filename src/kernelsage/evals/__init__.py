@@ -1,0 +1,1 @@
+"""Evaluation: the task model, loaders for task suites, and the built-in suite."""

@@ -1,0 +1,75 @@
+"""What every loader shares: the load report, importing a task file, naming where it failed."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from kernelsage.errors import TaskLoadError
+from kernelsage.evals.tasks import Task
+
+
+@dataclass(frozen=True)
+class LoadProblem:
+    """A task file that could not be loaded, and why."""
+
+    path: str
+    message: str
+
+
+@dataclass
+class LoadReport:
+    """The tasks of a suite that loaded, and the problems of those that did not (they are skipped)."""
+
+    tasks: list[Task] = field(default_factory=list)
+    problems: list[LoadProblem] = field(default_factory=list)
+
+    def get(self, task_id: str) -> Task | None:
+        return next((task for task in self.tasks if task.id == task_id), None)
+
+
+def import_file(path: Path, extra_sys_path: Path | None = None) -> ModuleType:
+    """Execute a Python file as a fresh module; any failure becomes a TaskLoadError naming the file and line."""
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    stem = re.sub(r"\W", "_", path.stem)
+    name = f"kernelsage_task_{digest}_{stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TaskLoadError(f"{path}: not a loadable Python file")
+    module = importlib.util.module_from_spec(spec)
+    added = extra_sys_path is not None and str(extra_sys_path) not in sys.path
+    if added:
+        sys.path.insert(0, str(extra_sys_path))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise TaskLoadError(f"{path}{_line_in(exc, path)}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if added:
+            sys.path.remove(str(extra_sys_path))
+    return module
+
+
+def _line_in(exc: BaseException, path: Path) -> str:
+    """':LINE' of the deepest frame of the traceback that lies in `path` (or of a syntax error in it)."""
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        return f":{exc.lineno}"
+    resolved = str(path.resolve())
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if str(Path(frame.filename).resolve()) == resolved]
+    return f":{lines[-1]}" if lines else ""
+
+
+def level_from_path(parts: tuple[str, ...], default: int = 1) -> int:
+    """The N of a 'levelN' (or 'level_N') directory in a task's path, else `default`."""
+    for part in parts:
+        match = re.fullmatch(r"level[_-]?(\d+)", part, flags=re.IGNORECASE)
+        if match:
+            return int(match.group(1))
+    return default

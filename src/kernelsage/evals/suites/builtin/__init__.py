@@ -1,0 +1,1 @@
+"""The built-in suite (our own format): one module per level, each defining TASKS."""

@@ -1,0 +1,166 @@
+"""The task model: one operator, its PyTorch reference, its test cases and its tolerances."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+Scalar = int | float | bool | str | tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An element fails only when BOTH its absolute and its relative error exceed these (METHOD §8)."""
+
+    atol: float
+    rtol: float
+
+
+# Per-dtype defaults: 1e-3 each for 32-bit floats (METHOD §8); half types carry fewer mantissa bits;
+# integers and booleans must match exactly.
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "float32": Tolerance(1e-3, 1e-3),
+    "float64": Tolerance(1e-3, 1e-3),
+    "float16": Tolerance(1e-2, 1e-2),
+    "bfloat16": Tolerance(2e-2, 2e-2),
+    "int64": Tolerance(0.0, 0.0),
+    "int32": Tolerance(0.0, 0.0),
+    "int8": Tolerance(0.0, 0.0),
+    "uint8": Tolerance(0.0, 0.0),
+    "bool": Tolerance(0.0, 0.0),
+}
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One configuration of an operator: shape parameters, dtype and attributes, by name."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    dtype: str = "float32"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.params[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.params.get(key, default)
+
+
+@dataclass
+class CaseInstance:
+    """A test case made concrete: named input tensors, scalar attributes, and the reference bound to them."""
+
+    inputs: dict[str, torch.Tensor]
+    attrs: dict[str, Scalar]
+    reference: Callable[[], tuple[torch.Tensor, ...]]
+
+
+@dataclass(frozen=True)
+class TaskOrigin:
+    """Where a task was loaded from, so that a worker process can load the same task again."""
+
+    format: str  # "suite" | "kernelbench" | "npukernelbench"
+    root: str  # the suite directory the id is relative to
+    path: str  # the file or folder that defines the task
+
+
+@dataclass(frozen=True, kw_only=True)
+class Task:
+    """An operator to implement: semantics, interface, reference, test cases, tolerances, performance case."""
+
+    id: str
+    level: int
+    category: str
+    description: str
+    cases: tuple[TestCase, ...]
+    perf_case: TestCase
+    instantiate: Callable[[TestCase, int], CaseInstance]
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    origin: TaskOrigin | None = None
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        """The task's own tolerance for a dtype, else the default for it."""
+        return self.tolerances.get(dtype) or DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"])
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "level": self.level, "category": self.category,
+            "cases": [case.name for case in self.cases], "perf_case": self.perf_case.name,
+            "description": self.description.strip().splitlines()[0] if self.description.strip() else "",
+            "source": self.origin.path if self.origin else "",
+        }
+
+
+def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:
+    """A reference's return value as a flat tuple of contiguous tensors (the kernel's outputs, in order)."""
+    if isinstance(value, torch.Tensor):
+        return (value.detach().contiguous(),)
+    if isinstance(value, (tuple, list)):
+        flat: list[torch.Tensor] = []
+        for item in value:
+            flat.extend(as_outputs(item))
+        return tuple(flat)
+    if isinstance(value, (bool, int, float)):
+        return (torch.tensor(value),)
+    raise TypeError(f"a reference returned {type(value).__name__}; expected tensors")
+
+
+def describe_interface(task: Task, case: TestCase | None = None) -> str:
+    """The C ABI view of a task for one case: inputs, outputs and attributes in the order the kernel sees them.
+
+    Runs the reference once on the case (use a small case) to learn the output shapes.
+    """
+    case = case or task.cases[0]
+    instance = task.instantiate(case, 0)
+    with torch.inference_mode():
+        outputs = instance.reference()
+    lines = [f"case {case.name}:"]
+    for position, (name, tensor) in enumerate(instance.inputs.items()):
+        lines.append(f"  inputs[{position}] {name}: {str(tensor.dtype).removeprefix('torch.')} {list(tensor.shape)}")
+    for position, tensor in enumerate(outputs):
+        lines.append(f"  outputs[{position}]: {str(tensor.dtype).removeprefix('torch.')} {list(tensor.shape)}")
+    for name, value in instance.attrs.items():
+        lines.append(f"  attr {name} = {value!r}")
+    return "\n".join(lines)
+
+
+def define_task(
+    *,
+    id: str,
+    level: int,
+    category: str,
+    description: str,
+    reference: Callable[..., Any],
+    inputs: Callable[[TestCase, torch.Generator], dict[str, torch.Tensor]],
+    cases: Iterable[TestCase],
+    perf: TestCase,
+    attrs: Callable[[TestCase], dict[str, Scalar]] | None = None,
+    tolerances: Mapping[str, Tolerance] | None = None,
+) -> Task:
+    """A task of our own suite format.
+
+    `inputs(case, generator)` returns the named input tensors (drawn from `generator` so that a seed fixes
+    them); `attrs(case)` the scalar attributes; `reference(*inputs, **attrs)` computes the outputs.
+    """
+
+    def instantiate(case: TestCase, seed: int) -> CaseInstance:
+        generator = torch.Generator().manual_seed(seed)
+        tensors = inputs(case, generator)
+        attributes = attrs(case) if attrs else {}
+        args = tuple(tensors.values())
+        return CaseInstance(tensors, attributes, lambda: as_outputs(reference(*args, **attributes)))
+
+    return Task(
+        id=id, level=level, category=category, description=description, cases=tuple(cases),
+        perf_case=perf, instantiate=instantiate, tolerances=dict(tolerances or {}),
+    )
+
+
+def case(name: str, dtype: str = "float32", **params: Any) -> TestCase:
+    """Shorthand for a TestCase: case("small", shape=(64, 128))."""
+    return TestCase(name=name, params=params, dtype=dtype)

@@ -1,0 +1,55 @@
+"""The hardware-neutral backend protocol and the registry the cpu (and later ascend, cuda) backends plug into."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from kernelsage.errors import BackendError
+from kernelsage.evals.tasks import Task
+from kernelsage.tools.results import Artifact, Candidate, CompileResult, ProfileResult, VerifyResult
+
+
+@runtime_checkable
+class KernelBackend(Protocol):
+    """Candidate in, result out: a backend knows nothing of memory or graphs."""
+
+    name: str
+
+    def compile(self, candidate: Candidate) -> CompileResult: ...
+
+    def verify(self, artifact: Artifact, task: Task) -> VerifyResult: ...
+
+    def profile(self, artifact: Artifact, task: Task) -> ProfileResult: ...
+
+    def close(self) -> None: ...
+
+
+_FACTORIES: dict[str, Callable[..., KernelBackend]] = {}
+
+
+def register_backend(name: str, factory: Callable[..., KernelBackend]) -> None:
+    """Make a backend available to `get_backend(name)`."""
+    _FACTORIES[name] = factory
+
+
+def backend_names() -> list[str]:
+    _register_builtin()
+    return sorted(_FACTORIES)
+
+
+def get_backend(name: str = "cpu", **options: object) -> KernelBackend:
+    """A new backend instance by name (options go to its constructor)."""
+    _register_builtin()
+    try:
+        factory = _FACTORIES[name]
+    except KeyError:
+        raise BackendError(f"unknown backend {name!r}; available: {', '.join(sorted(_FACTORIES))}") from None
+    return factory(**options)
+
+
+def _register_builtin() -> None:
+    if "cpu" not in _FACTORIES:
+        from kernelsage.tools.cpu.backend import CpuBackend
+
+        register_backend("cpu", CpuBackend)

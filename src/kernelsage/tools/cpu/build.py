@@ -1,0 +1,67 @@
+"""Building a CPU candidate: the compiler command, the cache key, and the build cache directory."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import platformdirs
+
+from kernelsage.errors import BackendError
+from kernelsage.tools.cpu.abi import ENTRY_POINT, HEADER
+
+LIBRARY_NAME = "kernel.so"
+SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx")
+HEADER_SUFFIXES = (".h", ".hpp", ".hh")
+DEFAULT_FLAGS = (
+    "-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-Wall",
+    # Fail at build time, not at load time, when ks_kernel is missing or a symbol is undefined.
+    f"-Wl,--require-defined={ENTRY_POINT}", "-Wl,-z,defs",
+)
+
+
+def cache_root() -> Path:
+    """$KERNELSAGE_CACHE, else the per-user cache directory."""
+    configured = os.environ.get("KERNELSAGE_CACHE")
+    base = Path(configured).expanduser() if configured else Path(platformdirs.user_cache_dir("kernelsage"))
+    return base / "cpu-builds"
+
+
+@functools.lru_cache(maxsize=8)
+def compiler_identity(compiler: str) -> str:
+    """The compiler's version banner (part of the cache key: a new compiler means new builds)."""
+    path = shutil.which(compiler)
+    if path is None:
+        raise BackendError(f"the C++ compiler {compiler!r} is not on PATH; install g++ or pass compiler=...")
+    completed = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+    return f"{path}\n{completed.stdout.splitlines()[0] if completed.stdout else ''}"
+
+
+def cache_key(files: dict[str, str], flags: tuple[str, ...], compiler: str) -> str:
+    material = json.dumps({"files": sorted(files.items()), "flags": list(flags),
+                           "compiler": compiler_identity(compiler), "header": HEADER.read_text()})
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def check_file_names(files: dict[str, str]) -> str:
+    """Why a candidate's file set cannot be built, or '' (one C++ source, plain names)."""
+    if not files:
+        return "the candidate has no files"
+    for name in files:
+        if "/" in name or "\\" in name or name.startswith(".") or not name.endswith(SOURCE_SUFFIXES
+                                                                                   + HEADER_SUFFIXES):
+            return (f"file name {name!r} is not allowed: use plain names ending in "
+                    f"{', '.join(SOURCE_SUFFIXES + HEADER_SUFFIXES)}")
+    sources = [name for name in files if name.endswith(SOURCE_SUFFIXES)]
+    if len(sources) != 1:
+        return f"the cpu backend builds exactly one C++ source file; got {len(sources)}: {sources}"
+    return ""
+
+
+def compile_command(compiler: str, flags: tuple[str, ...], source: str) -> list[str]:
+    return [compiler, *flags, "-I.", "-o", LIBRARY_NAME, source]

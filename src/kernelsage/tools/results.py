@@ -1,0 +1,136 @@
+"""What a backend returns: plain, serialisable records the agent graph can keep in its state."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Status(str, Enum):
+    """The outcome class of one compile, verify or profile step (what the diagnostician reacts to)."""
+
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"
+    WRONG_RESULT = "wrong_result"
+    PARTIAL_WRITE = "partial_write"  # some output elements still hold the poison the harness wrote
+    NAN_INF = "nan_inf"  # NaN or Inf where the reference has a finite value
+    RUNTIME_ERROR = "runtime_error"  # segfault, abort, non-zero return code
+    TIMEOUT = "timeout"
+    OOM = "oom"
+    FORBIDDEN = "forbidden"  # a safeguard rejected the candidate
+    CACHED_RESULT = "cached_result"  # the kernel returned the previous call's answer
+    HARNESS_ERROR = "harness_error"  # the task or the harness failed, not the candidate
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(frozen=True, use_enum_values=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (enums as their string values)."""
+        return self.model_dump(mode="json")
+
+
+class Candidate(Record):
+    """What the model wrote: named source files for one task."""
+
+    task_id: str
+    files: dict[str, str]
+
+
+class Artifact(Record):
+    """A built candidate: where the backend can find it again."""
+
+    backend: str
+    path: str
+    key: str
+
+
+class CompilerMessage(Record):
+    """One diagnostic parsed from the compiler's output."""
+
+    file: str
+    line: int
+    column: int
+    severity: str
+    message: str
+
+
+class CompileResult(Record):
+    ok: bool
+    status: Status
+    log: str = ""
+    errors: list[CompilerMessage] = Field(default_factory=list)
+    seconds: float = 0.0
+    artifact: Artifact | None = None
+    cached: bool = False
+    reason: str = ""  # why a safeguard rejected the candidate
+
+
+class Mismatch(Record):
+    """One element that failed: which output, where, what was expected and what came back."""
+
+    output: int
+    index: list[int]
+    expected: float
+    actual: float
+
+
+class CaseResult(Record):
+    """One test case in one trial, compared over all of the kernel's outputs."""
+
+    case: str
+    trial: int
+    passed: bool
+    status: Status
+    n_elements: int = 0
+    n_mismatch: int = 0
+    n_unwritten: int = 0
+    max_abs_error: float = 0.0
+    mean_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    mean_rel_error: float = 0.0
+    atol: float = 0.0
+    rtol: float = 0.0
+    mismatches: list[Mismatch] = Field(default_factory=list)
+    message: str = ""
+
+
+class VerifyResult(Record):
+    status: Status
+    correct: bool
+    cases: list[CaseResult] = Field(default_factory=list)
+    trials: int = 0
+    seed: int = 0
+    seconds: float = 0.0
+    message: str = ""
+    stderr_tail: str = ""
+
+    def first_failure(self) -> CaseResult | None:
+        return next((case for case in self.cases if not case.passed), None)
+
+
+class Timing(Record):
+    """Latency statistics of one callable, in seconds per run."""
+
+    mean: float
+    median: float
+    cv: float  # coefficient of variation (stdev / mean) of the timed runs
+    minimum: float
+    warmup: int
+    reps: int
+
+
+class ProfileResult(Record):
+    status: Status
+    ok: bool
+    case: str = ""
+    candidate: Timing | None = None
+    reference: Timing | None = None
+    speedup: float = 0.0  # reference mean / candidate mean (METHOD §8 reports means)
+    output_correct: bool = False  # the candidate's output on the performance case matched the reference
+    threads: int = 0
+    seconds: float = 0.0
+    message: str = ""
+    stderr_tail: str = ""

@@ -1,0 +1,131 @@
+"""Loaders of the three task formats, on small fixture suites that include broken tasks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelsage.errors import TaskLoadError, UnknownTaskError
+from kernelsage.evals.loaders import detect_format, find_task, load_suite, load_task
+from kernelsage.evals.tasks import describe_interface
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _problem(report, name: str) -> str:
+    matches = [p.message for p in report.problems if name in p.path]
+    assert matches, f"no problem reported for {name}: {report.problems}"
+    return matches[0]
+
+
+def test_formats_are_detected():
+    assert detect_format(FIXTURES / "suite") == "suite"
+    assert detect_format(FIXTURES / "kernelbench") == "kernelbench"
+    assert detect_format(FIXTURES / "npukernelbench") == "npukernelbench"
+
+
+def test_broken_suite_files_are_reported_and_the_rest_loads():
+    report = load_suite(FIXTURES / "suite_broken")
+    assert [task.id for task in report.tasks] == ["relu32"]
+    assert "raises.py:5" in _problem(report, "raises.py") and "broken on purpose" in _problem(report, "raises.py")
+    assert "defines no TASKS" in _problem(report, "no_tasks.py")
+    assert "no test cases" in _problem(report, "bad_task.py")
+    assert "already defined" in _problem(report, "zz_duplicate.py")
+
+
+def test_kernelbench_tasks_map_module_arguments_onto_the_abi():
+    report = load_suite(FIXTURES / "kernelbench", "kernelbench")
+    assert sorted(task.id for task in report.tasks) == ["level1/1_Scaled_Tanh", "level2/7_Linear_Sum_Dim"]
+    assert "no get_inputs() function" in _problem(report, "2_No_Inputs_Function.py")
+
+    tanh = find_task(report, "level1/1_Scaled_Tanh")
+    assert tanh.level == 1 and "torch.tanh" in tanh.description
+    instance = tanh.instantiate(tanh.cases[0], 3)
+    assert list(instance.inputs) == ["x"] and instance.attrs == {"scale": 0.5}
+    (out,) = instance.reference()
+    torch.testing.assert_close(out, torch.tanh(instance.inputs["x"]) * 0.5)
+
+    linear = find_task(report, "level2/7_Linear_Sum_Dim")
+    assert linear.level == 2
+    instance = linear.instantiate(linear.cases[0], 3)
+    assert list(instance.inputs) == ["x", "param.linear.weight", "param.linear.bias"]
+    assert instance.attrs == {"dim": 1, "in_features": 12, "out_features": 5}
+    (out,) = instance.reference()
+    x, w, b = instance.inputs.values()
+    torch.testing.assert_close(out, (x @ w.T + b).sum(1))
+
+
+def test_kernelbench_syntax_error_names_file_and_line(tmp_path):
+    (tmp_path / "level2").mkdir()
+    (tmp_path / "level2" / "9_Broken.py").write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n")
+    (tmp_path / "level2" / "10_Fine.py").write_text((FIXTURES / "kernelbench" / "level1" / "1_Scaled_Tanh.py").read_text())
+    report = load_suite(tmp_path, "kernelbench")
+    assert [task.id for task in report.tasks] == ["level2/10_Fine"]
+    assert "9_Broken.py:5: SyntaxError" in _problem(report, "9_Broken.py")
+
+
+def test_kernelbench_inputs_follow_the_seed():
+    task = find_task(load_suite(FIXTURES / "kernelbench"), "level1/1_Scaled_Tanh")
+    first, again, other = (task.instantiate(task.cases[0], seed).inputs["x"] for seed in (5, 5, 6))
+    assert torch.equal(first, again) and not torch.equal(first, other)
+
+
+def test_npukernelbench_tasks_load_and_run_without_torch_npu():
+    report = load_suite(FIXTURES / "npukernelbench")
+    assert sorted(t.id for t in report.tasks) == ["level1/Activation/GeluCustom", "level2/Norm/RmsNormCustom"]
+    assert "at least one case row" in _problem(report, "NoCases")
+    assert "torch_npu" not in sys.modules  # the stand-in was only there while loading
+
+    gelu = find_task(report, "level1/Activation/GeluCustom")
+    assert gelu.level == 1 and gelu.category == "Activation"
+    assert [c.name for c in gelu.cases] == ["case_1", "case_2", "case_3"]
+    assert gelu.perf_case.name == "case_3"  # the largest
+    assert gelu.cases[1]["shape"] == [3, 5, 7]
+    instance = gelu.instantiate(gelu.cases[1], 0)
+    (out,) = instance.reference()
+    assert out.shape == (3, 5, 7)
+    torch.testing.assert_close(out, torch.nn.functional.gelu(instance.inputs["x"], approximate="tanh"))
+
+    norm = find_task(report, "level2/Norm/RmsNormCustom")
+    instance = norm.instantiate(norm.cases[0], 0)
+    assert list(instance.inputs) == ["x", "gamma"] and instance.attrs == {"eps": 1e-6}
+    assert "eps from the test case" in norm.description
+
+
+def test_tasks_load_again_from_their_origin():
+    for source in ("builtin", FIXTURES / "kernelbench", FIXTURES / "npukernelbench"):
+        for task in load_suite(source).tasks[:3]:
+            again = load_task(task.origin, task.id)
+            assert again.id == task.id and [c.name for c in again.cases] == [c.name for c in task.cases]
+
+
+def test_bad_csv_row_names_file_and_line(tmp_path):
+    folder = tmp_path / "level1" / "Op" / "Bad"
+    (folder / "validation").mkdir(parents=True)
+    source = FIXTURES / "npukernelbench" / "level1" / "Activation" / "GeluCustom"
+    for name in ("api_desc.md", "validation/module.py", "validation/prepare_inputs.py"):
+        (folder / name).write_text((source / name).read_text())
+    (folder / "validation" / "test_cases.csv").write_text("case_id;shape;dtype\n1;[2, 3]\n")
+    report = load_suite(tmp_path, "npukernelbench")
+    assert not report.tasks
+    assert "test_cases.csv:2: 2 fields, the header has 3" in report.problems[0].message
+
+
+def test_unknown_task_and_missing_suite_are_clear_errors():
+    with pytest.raises(UnknownTaskError, match="did you mean l1_relu"):
+        find_task(load_suite("builtin"), "relu")
+    with pytest.raises(TaskLoadError, match="no such file or directory"):
+        load_suite("/no/such/suite")
+    with pytest.raises(TaskLoadError, match="unknown task format"):
+        load_suite("builtin", "onnx")
+
+
+def test_interface_lists_inputs_outputs_and_attributes():
+    task = find_task(load_suite("builtin"), "l2_add_rms_norm")
+    text = describe_interface(task)
+    assert "inputs[0] x: float32 [48, 256]" in text and "inputs[2] weight: float32 [256]" in text
+    assert "outputs[1]: float32 [48, 256]" in text and "attr eps = 1e-06" in text

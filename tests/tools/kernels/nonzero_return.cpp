@@ -1,0 +1,7 @@
+// Reports an error through its return code.
+#include "kernelsage_cpu.h"
+
+int ks_kernel(const ks_tensor* inputs, int n_inputs, ks_tensor* outputs, int n_outputs,
+              const ks_attr* attrs, int n_attrs) {
+    return 7;
+}
