@@ -9,7 +9,7 @@ server), KERNELSAGE_EMBEDDINGS. The namespace and the memory policy are per run,
 from __future__ import annotations
 
 import os
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
@@ -33,7 +33,7 @@ def model_from_spec(spec: str) -> BaseChatModel:
 
 @cache
 def _compiled() -> CompiledStateGraph:
-    from kernelsage.evals.loaders import load_suite
+    from kernelsage.evals.loaders import find_task, load_suite
     from kernelsage.memory_backend.embeddings import make_embeddings
     from kernelsage.memory_backend.store import MemoryStore
     from kernelsage.tools.backend import get_backend
@@ -46,7 +46,7 @@ def _compiled() -> CompiledStateGraph:
     graph = build_graph(
         models=model_from_spec(spec),
         backend=get_backend(os.environ.get("KERNELSAGE_BACKEND", "cpu")),
-        tasks=suite.get,
+        tasks=partial(find_task, suite),
         memory_store=MemoryStore.connect(),
         embeddings=make_embeddings(),
     )

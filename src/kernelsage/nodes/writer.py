@@ -19,7 +19,7 @@ from kernelsage.parsing import ANSWER_FORMAT, format_parse_feedback, parse_answe
 
 def candidate_files(resources: AgentResources) -> tuple[str, ...]:
     """The source files the backend expects a candidate to consist of."""
-    return tuple(getattr(resources.backend, "candidate_files", ("kernel.cpp",)))
+    return tuple(resources.backend.candidate_files)
 
 
 def system_message(resources: AgentResources) -> SystemMessage:

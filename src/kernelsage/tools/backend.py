@@ -15,6 +15,7 @@ class KernelBackend(Protocol):
     """Candidate in, result out: a backend knows nothing of memory or graphs."""
 
     name: str
+    candidate_files: tuple[str, ...]  # the source files a candidate for this backend consists of
 
     def compile(self, candidate: Candidate) -> CompileResult: ...
 

@@ -47,6 +47,7 @@ class CpuBackend:
     """
 
     name = "cpu"
+    candidate_files = ("kernel.cpp",)
 
     def __init__(
         self, *, threads: int | None = None, compiler: str = "g++", flags: tuple[str, ...] = build.DEFAULT_FLAGS,

@@ -1,0 +1,52 @@
+"""End to end on the CPU backend with a scripted model: fail -> diagnose -> fix -> refine -> curate."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelsage.memory_backend.store import MemoryStore
+from tests.graph.fakes import fake_embeddings
+from tests.graph.scripts import BROKEN, SLOW, candidate, example_source, tool_call
+
+
+def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded, store: MemoryStore,
+                                                                  namespace: str) -> None:
+    state, model = episode([
+        candidate(BROKEN),                                      # round 1: does not compile
+        tool_call("summarize_compiler_errors"),                 # the diagnostician looks closer
+        "The return statement lacks a semicolon; add it and compute y = max(x, 0).",
+        candidate(SLOW),                                        # round 2: correct, slow
+        candidate(example_source("l1_relu"), adopt=lambda ids: set(ids[:2])),  # round 3: faster
+        "- Finish every C++ statement with a semicolon before compiling.\n- Drop redundant passes over memory.",
+    ], budget=3, top_k=2)
+
+    attempts = state["attempts"]
+    assert [a["status"] for a in attempts] == ["compile_error", "ok", "ok"]
+    assert attempts[0]["compile"]["errors"][0]["line"] > 0
+    assert state["first_correct"]["round"] == 2 and state["stage"] == "refine"
+    assert "semicolon" in (model.requests[3][-1].content)  # the diagnosis reached the next draft
+    assert model.bound_tool_names == ["compile_kernel", "verify_kernel", "profile_kernel", "show_mismatches",
+                                      "summarize_compiler_errors"]
+    assert model.remaining == 0
+
+    # Every shown item of every round has an adoption record; credits follow ATU.
+    shown_per_round = {r: [a["item_id"] for a in state["adoption"] if a["round"] == r] for r in (1, 2, 3)}
+    assert all(len(ids) == 2 for ids in shown_per_round.values())
+    adopted = {a["item_id"] for a in state["adoption"] if a["adopted"]}
+    shown = {a["item_id"] for a in state["adoption"]}
+    t_first, t_best = state["first_correct"]["latency"], state["best"]["latency"]
+    z = 1 - t_best / t_first
+    memory_report = state["outcome"]["memory"]
+    assert memory_report["terminal_score"] == pytest.approx(z)
+    expected = {str(i): (z / len(adopted) if i in adopted else -0.2) for i in shown}
+    assert memory_report["credits"] == pytest.approx(expected)
+
+    memory = store.open(namespace, embeddings=fake_embeddings())
+    assert memory.stats()["episodes"] == 1
+    for item_id in shown:  # first update: eta = 1, so u is the credit itself
+        assert memory.get_item(item_id).utility == pytest.approx(expected[str(item_id)])
+    lessons = [memory.get_item(i) for i in memory_report["new_items"]]
+    assert [item.text for item in lessons] == ["Finish every C++ statement with a semicolon before compiling.",
+                                               "Drop redundant passes over memory."]
+    assert "compile error" in lessons[0].evidence and lessons[0].code_example.startswith("---")
+    assert state["outcome"]["result"]["solved"] and state["outcome"]["result"]["rounds"] == 3
