@@ -44,3 +44,14 @@ def test_seeding_from_a_folder_of_markdown(store: MemoryStore, namespace: str, t
     assert memory.get_item(item_id).text.startswith("Ascend C notes: Double buffering")
     with pytest.raises(ConfigurationError, match="no Markdown"):
         seed_knowledge(store.open(namespace + "x", embeddings=fake_embeddings()), folder=tmp_path / "empty")
+
+
+def test_a_fresh_namespace_starts_from_the_backends_pack(episode, store: MemoryStore, namespace: str) -> None:
+    from tests.graph.scripts import SLOW, candidate
+
+    state, _ = episode([candidate(SLOW)], budget=1, top_k=2)
+    shown = state["adoption"]
+    assert len(shown) == 2  # two knowledge items were retrieved for the first draft
+    memory = store.open(namespace, embeddings=fake_embeddings())
+    assert memory.count_items(kind="knowledge") == memory.count_items() >= 10
+    assert {memory.get_item(a["item_id"]).kind for a in shown} == {"knowledge"}

@@ -24,3 +24,4 @@ class Context:
     top_k: int | None = None  # cold items shown per round (None: the memory's default)
     seed: int = 0
     consolidate: bool = True  # run UGC after the episode (off for frozen memories)
+    seed_knowledge: bool = True  # a fresh namespace starts from the backend's knowledge pack

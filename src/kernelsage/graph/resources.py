@@ -49,7 +49,13 @@ class AgentResources:
         key = (context.namespace, context.policy)
         with self._lock:
             if key not in self._memories:
-                self._memories[key] = self.memory_store.open(
+                memory = self.memory_store.open(
                     context.namespace, embeddings=self.embeddings, policy=context.policy, read_only=self.read_only
                 )
+                if context.seed_knowledge and not self.read_only and memory.count_items() == 0:
+                    from kernelsage.knowledge import has_builtin_pack, seed_knowledge
+
+                    if has_builtin_pack(self.backend.name):
+                        seed_knowledge(memory, backend=self.backend.name)
+                self._memories[key] = memory
             return self._memories[key]

@@ -37,10 +37,14 @@ def split_sections(markdown: str, source: str) -> list[NewItem]:
     return items
 
 
+def has_builtin_pack(backend: str) -> bool:
+    return resources.files("kernelsage.knowledge").joinpath(backend).is_dir()
+
+
 def builtin_pack(backend: str) -> list[tuple[str, str]]:
     """(file name, Markdown) of the pack shipped for a backend."""
     folder = resources.files("kernelsage.knowledge").joinpath(backend)
-    if not folder.is_dir():
+    if not has_builtin_pack(backend):
         raise ConfigurationError(f"no knowledge pack is shipped for backend {backend!r}; seed from a folder")
     return sorted((f.name, f.read_text(encoding="utf-8")) for f in folder.iterdir() if f.name.endswith(".md"))
 

@@ -127,7 +127,7 @@ def _policy(attempts: int, max_wait: float) -> dict[str, Any]:
         raise ModelError(f"attempts must be at least 1, got {attempts}")
     return {
         "stop": stop_after_attempt(attempts),
-        "wait": wait_exponential_jitter(initial=1.0, max=max_wait, jitter=1.0),
+        "wait": wait_exponential_jitter(multiplier=1.0, max=max_wait, jitter=1.0),
         "retry": retry_if_exception(is_transient),
         "before_sleep": _log_retry,
     }
