@@ -183,13 +183,15 @@ def test_a_recorded_call_is_traced_once_and_a_replay_says_so(tmp_path: Path) -> 
     ]
 
 
-def test_measured_decimals_do_not_change_the_request_key() -> None:
+def test_numbers_and_the_order_of_memory_lines_do_not_change_the_request_key() -> None:
     from langchain_core.messages import HumanMessage
 
     from kernelsage.models.cassette import request_key
 
-    recorded = [HumanMessage("round 3: 0.0123 ms per run, relevance 0.84, error 1.5e-04; id 17")]
-    replayed = [HumanMessage("round 3: 0.0131 ms per run, relevance 0.79, error 2.0e-03; id 17")]
-    other_id = [HumanMessage("round 3: 0.0131 ms per run, relevance 0.79, error 2.0e-03; id 18")]
+    recorded = [HumanMessage("l1_relu round 3: 0.0123 ms, 12 wrong\n- id 17 (hot rule): tile\n- id 4 (x): unroll")]
+    replayed = [HumanMessage("l1_relu round 3: 0.0131 ms, 14 wrong\n- id 4 (x): unroll\n- id 17 (hot rule): tile")]
+    other_task = [HumanMessage("l2_relu round 3: 0.0131 ms, 14 wrong\n- id 4 (x): unroll\n- id 17 (hot rule): tile")]
+    other_text = [HumanMessage("l1_relu round 3: 0.0131 ms, 14 wrong\n- id 4 (x): unroll\n- id 17 (hot rule): fuse")]
     assert request_key(recorded) == request_key(replayed)
-    assert request_key(recorded) != request_key(other_id)
+    assert request_key(recorded) != request_key(other_task)
+    assert request_key(recorded) != request_key(other_text)

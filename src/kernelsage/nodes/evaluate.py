@@ -13,6 +13,8 @@ from kernelsage.graph.state import Attempt, EpisodeState
 from kernelsage.nodes.common import candidate_hash
 
 if TYPE_CHECKING:
+    from kernelsage.evals.tasks import Task
+    from kernelsage.tools.backend import KernelBackend
     from kernelsage.tools.results import VerifyResult
 
 
@@ -27,13 +29,11 @@ def verify_summary(result: VerifyResult) -> dict[str, Any]:
     }
 
 
-def evaluate_candidate(resources: AgentResources, task_id: str, files: dict[str, str]) -> dict[str, Any]:
+def evaluate_candidate(backend: KernelBackend, task: Task, files: dict[str, str]) -> dict[str, Any]:
     """Compile, then verify, then profile; stops at the first step that fails."""
     from kernelsage.tools.results import Candidate
 
-    backend = resources.backend
-    task = resources.tasks(task_id)
-    compiled = backend.compile(Candidate(task_id=task_id, files=files))
+    compiled = backend.compile(Candidate(task_id=task.id, files=files))
     result: dict[str, Any] = {"status": compiled.status.value, "correct": False, "latency": None,
                               "reference_latency": None, "compile": compiled.to_dict(), "verify": None,
                               "profile": None}
@@ -56,7 +56,7 @@ def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any
     def evaluate(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         pending = state["pending"]
         assert pending is not None, "the gate routes here only with a resolved candidate"
-        outcome = evaluate_candidate(resources, state["task_id"], pending["files"])
+        outcome = evaluate_candidate(resources.backend, resources.tasks(state["task_id"]), pending["files"])
         attempt = Attempt(
             round=state.get("round", 0), stage=state.get("stage", "draft"),
             candidate_hash=candidate_hash(pending["files"]), files=pending["files"], status=outcome["status"],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +12,17 @@ from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState
 from kernelsage.nodes.common import render, render_history, render_memory
 from kernelsage.nodes.writer import write_candidate
+
+
+def profile_summary(profile: dict) -> str:
+    """The timing figures the optimizer needs (machine details such as thread counts stay out)."""
+    lines = [f"performance case {profile.get('case', '?')}"]
+    for side in ("candidate", "reference"):
+        timing = profile.get(side) or {}
+        if timing:
+            lines.append(f"{side}: mean {timing['mean'] * 1e3:.4f} ms, median {timing['median'] * 1e3:.4f} ms, "
+                         f"cv {timing['cv']:.3f}")
+    return "\n".join(lines)
 
 
 def optimizer_prompt(state: EpisodeState, resources: AgentResources, interface: str) -> str:
@@ -28,7 +38,7 @@ def optimizer_prompt(state: EpisodeState, resources: AgentResources, interface: 
         best_latency_ms=f"{latency * 1e3:.4f}" if latency else "?",
         reference_ms=f"{reference * 1e3:.4f}" if reference else "?",
         speedup=f"{reference / latency:.2f}" if reference and latency else "?",
-        profile=json.dumps(best.get("profile") or {}, sort_keys=True)[:1500],
+        profile=profile_summary(best.get("profile") or {}),
         memory=render_memory(state.get("shown", [])), history=render_history(state),
         round=state.get("round", 0) + 1, budget=state.get("budget", 30),
     )

@@ -1,0 +1,81 @@
+"""`kernelsage eval`: score a directory of ready kernels against a suite, no model needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from kernelsage.cli.common import JsonOption, console, print_json
+from kernelsage.errors import ConfigurationError
+
+
+def kernel_files(directory: Path, candidate_files: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """Kernels by task id: `<task_id>.<ext>` for one-file backends, or a `<task_id>/` folder of files."""
+    if not directory.is_dir():
+        raise ConfigurationError(f"{directory} is not a directory of kernels")
+    found: dict[str, dict[str, str]] = {}
+    suffix = Path(candidate_files[0]).suffix
+    for path in sorted(directory.iterdir()):
+        if path.is_dir() and all((path / name).is_file() for name in candidate_files):
+            found[path.name] = {name: (path / name).read_text(encoding="utf-8") for name in candidate_files}
+        elif path.is_file() and path.suffix == suffix and len(candidate_files) == 1:
+            found[path.stem] = {candidate_files[0]: path.read_text(encoding="utf-8")}
+    if not found:
+        raise ConfigurationError(f"{directory}: no kernels (expected <task_id>{suffix} files or <task_id>/ folders)")
+    return found
+
+
+def evaluate(
+    kernels: Path = typer.Argument(..., help="Directory of kernels named by task id."),
+    suite: str = typer.Option("builtin", help="The suite the task ids come from."),
+    suite_format: str = typer.Option("auto", "--format"),
+    backend_name: str = typer.Option("cpu", "--backend"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Also write the records to this JSONL file."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Compile, verify and profile every kernel; print the metrics (ER, CR, speedups, fast_p)."""
+    from kernelsage.evals.loaders import find_task, load_suite
+    from kernelsage.evals.metrics import summarize
+    from kernelsage.evals.records import EpisodeRecord
+    from kernelsage.nodes.evaluate import evaluate_candidate
+    from kernelsage.tools.backend import get_backend
+
+    report = load_suite(suite, suite_format)
+    records: list[dict[str, Any]] = []
+    with get_backend(backend_name) as backend:
+        for position, (task_id, files) in enumerate(kernel_files(kernels, backend.candidate_files).items()):
+            task = find_task(report, task_id)
+            outcome = evaluate_candidate(backend, task, files)
+            latency, reference = outcome["latency"], outcome["reference_latency"]
+            records.append({
+                "run_id": f"eval:{kernels.name}", "policy": "ready-kernels", "model": "none", "backend": backend.name,
+                "namespace": "", "position": position, "task_id": task.id, "level": task.level,
+                "category": task.category, "episode_id": f"eval:{task.id}", "solved": outcome["correct"],
+                "rounds": 1, "candidates": 1, "compiled": int(outcome["compile"].get("ok", False)),
+                "correct_candidates": int(outcome["correct"]), "first_correct_round": 1 if outcome["correct"] else None,
+                "t_first": latency, "t_best": latency, "t_reference": reference,
+                "self_speedup": 1.0 if latency else None,
+                "speedup": reference / latency if latency and reference else None,
+                "attempts": [{"round": 1, "stage": "draft", "status": outcome["status"], "correct": outcome["correct"],
+                              "latency": latency, "reference_latency": reference}],
+                "adoption": [], "memory": {}, "memory_after": None, "seconds": 0.0,
+            })
+    if output is not None:
+        output.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records), encoding="utf-8")
+    summary = summarize([EpisodeRecord.model_validate(r) for r in records])
+    if as_json:
+        print_json({"kernels": [{k: r[k] for k in ("task_id", "solved", "speedup")} | {"status": r["attempts"][0]["status"]}
+                                for r in records], "summary": summary.to_dict()})
+        return
+    table = Table(title=f"{len(records)} kernels from {kernels}")
+    for column in ("task", "level", "status", "speedup"):
+        table.add_column(column)
+    for r in records:
+        table.add_row(r["task_id"], str(r["level"]), r["attempts"][0]["status"],
+                      f"{r['speedup']:.2f}x" if r["speedup"] else "-")
+    console.print(table)
+    console.print(str(summary), highlight=False)

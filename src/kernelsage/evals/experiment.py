@@ -1,0 +1,150 @@
+"""An experiment: one stream of tasks run under one or more memory policies, each from an identical
+copy of the starting memory, with a progress display and one JSONL file of records per policy."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kernelsage.errors import ConfigurationError
+from kernelsage.evals.stream import StreamSettings, checkpointed, order_tasks, run_stream
+from kernelsage.evals.tasks import Task
+from kernelsage.graph.builder import build_graph
+from kernelsage.graph.context import Context
+from kernelsage.memory_backend.policies import POLICIES
+from kernelsage.memory_backend.store import MemoryStore
+
+
+@dataclass(kw_only=True)
+class Experiment:
+    run_id: str
+    run_dir: Path
+    model: str  # "provider:model" or "replay:<cassette>"; a model object may be passed to run_experiment
+    policies: list[str] = field(default_factory=lambda: ["sage"])
+    namespace: str = "cpu/cpp/default"  # the starting memory; each policy runs on its own copy
+    suite: str = "builtin"
+    suite_format: str = "auto"
+    order: str = "curriculum"
+    seed: int = 0
+    limit: int | None = None
+    backend: str = "cpu"
+    budget: int = 30
+    top_k: int | None = None
+    frozen_memory: Path | None = None  # transfer mode: an exported memory, read-only for the whole run
+
+    def __post_init__(self) -> None:
+        unknown = [p for p in self.policies if p not in POLICIES]
+        if unknown:
+            raise ConfigurationError(f"unknown memory policies {unknown}; choose from {', '.join(POLICIES)}")
+        if self.budget < 1:
+            raise ConfigurationError(f"budget must be at least 1 round, got {self.budget}")
+
+    def policy_namespace(self, policy: str) -> str:
+        return f"{self.namespace}@{self.run_id}/{policy}"
+
+    def records_path(self, policy: str) -> Path:
+        return self.run_dir / f"{policy}.jsonl"
+
+
+def stream_tasks(experiment: Experiment) -> list[Task]:
+    from kernelsage.evals.loaders import load_suite
+
+    report = load_suite(experiment.suite, experiment.suite_format)
+    for problem in report.problems:
+        Console(stderr=True).print(f"[yellow]skipped[/] {problem}", highlight=False)
+    tasks = order_tasks(report.tasks, experiment.order, seed=experiment.seed)
+    return tasks[: experiment.limit] if experiment.limit else tasks
+
+
+def prepare_memories(store: MemoryStore, experiment: Experiment, embeddings: Any, backend: str) -> None:
+    """Give every policy an identical copy of the starting memory (created from the knowledge pack,
+    or imported from the frozen file, when it does not exist yet). Existing copies are kept (resume)."""
+    from kernelsage.knowledge import has_builtin_pack, seed_knowledge
+    from kernelsage.memory_backend.transfer import export_jsonl, import_jsonl
+
+    if experiment.frozen_memory is not None:
+        if store.namespace_info(experiment.namespace) is None:
+            import_jsonl(store, experiment.frozen_memory, experiment.namespace)
+    elif store.namespace_info(experiment.namespace) is None:
+        start = store.open(experiment.namespace, embeddings=embeddings)
+        if has_builtin_pack(backend):
+            seed_knowledge(start, backend=backend)
+    with tempfile.TemporaryDirectory(prefix="kernelsage-start-") as tmp:
+        snapshot = Path(tmp) / "start.jsonl"
+        export_jsonl(store, experiment.namespace, snapshot)
+        for policy in experiment.policies:
+            if store.namespace_info(experiment.policy_namespace(policy)) is None:
+                import_jsonl(store, snapshot, experiment.policy_namespace(policy))
+
+
+def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None, console: Console | None = None,
+                   on_record: Callable[[str, dict[str, Any]], None] | None = None,
+                   url: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Run the stream once per policy; returns the records by policy (resuming finished work).
+
+    `url` is the memory database (default: DATABASE_URL, else the embedded server)."""
+    from kernelsage.evals.loaders import find_task, load_suite
+    from kernelsage.graph.app import model_from_spec
+    from kernelsage.memory_backend.database import database_url
+    from kernelsage.memory_backend.embeddings import make_embeddings
+    from kernelsage.models.factory import model_name
+    from kernelsage.tools.backend import get_backend
+
+    console = console or Console()
+    tasks = stream_tasks(experiment)
+    if not tasks:
+        raise ConfigurationError(f"the stream is empty: suite {experiment.suite!r}, order {experiment.order!r}")
+    chat_model = model or model_from_spec(experiment.model)
+    url = url or database_url()
+    embeddings = make_embeddings()
+    results: dict[str, list[dict[str, Any]]] = {}
+    with MemoryStore.connect(url) as store, get_backend(experiment.backend) as backend:
+        prepare_memories(store, experiment, embeddings, backend.name)
+        suite = load_suite(experiment.suite, experiment.suite_format)
+        builder = build_graph(models=chat_model, backend=backend, tasks=partial(find_task, suite),
+                              memory_store=store, embeddings=embeddings, read_only=experiment.frozen_memory is not None)
+        with checkpointed(builder, url) as graph, _progress(console) as progress:
+            for policy in experiment.policies:
+                namespace = experiment.policy_namespace(policy)
+                settings = StreamSettings(run_id=f"{experiment.run_id}/{policy}", policy=policy, namespace=namespace,
+                                          model=model_name(chat_model), backend=backend.name, budget=experiment.budget,
+                                          read_only=experiment.frozen_memory is not None)
+                context = Context(namespace=namespace, policy=policy, budget=experiment.budget, top_k=experiment.top_k,
+                                  seed=experiment.seed, consolidate=experiment.frozen_memory is None,
+                                  seed_knowledge=False)
+                bar = progress.add_task(policy, total=len(tasks), detail="")
+                solved = [0, 0]
+
+                def show(task: Task, position: int, state: dict[str, Any], bar: int = bar,
+                         solved: list[int] = solved) -> None:
+                    progress.update(bar, detail=f"{task.id} round {state.get('round', 0)}/{experiment.budget} "
+                                                f"{state.get('stage', 'draft')} | ER {solved[0]}/{solved[1]}")
+
+                def recorded(record: dict[str, Any], bar: int = bar, solved: list[int] = solved,
+                             policy: str = policy) -> None:
+                    solved[0] += int(record["solved"])
+                    solved[1] += 1
+                    progress.update(bar, advance=1, detail=f"ER {solved[0]}/{solved[1]}")
+                    if on_record:
+                        on_record(policy, record)
+
+                memory_handle = partial(store.open, namespace, embeddings=embeddings, policy=policy, read_only=True)
+                results[policy] = run_stream(
+                    graph, tasks, settings=settings, context=context, records_path=experiment.records_path(policy),
+                    memory=(lambda m=memory_handle, p=policy: m() if p != "none" else None),
+                    on_state=show, on_record=recorded,
+                )
+    return results
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), console=console, transient=False)

@@ -1,0 +1,242 @@
+"""Metrics of a stream run (METHOD §9), computed from episode records by pure functions.
+
+Conventions shared by every function here:
+
+- An operator is a task id. When a task id appears more than once in a run, the last record in list
+  order wins (the runner appends, so a re-run episode supersedes the earlier one); all metrics,
+  including CR and Acc, are computed on these deduplicated records.
+- Acc (not defined in METHOD) is correct candidates / candidates generated, pooled over operators.
+- A speedup is measured only from positive, finite latencies; a zero, negative or missing latency
+  leaves the operator without a speedup (never a division by zero). The stored ratio is used only
+  when the latencies were not recorded.
+- Fast1.0 keeps every solved operator in its denominator: one without a measured speedup cannot be
+  shown to beat the reference. "Beats" is strict (a speedup of exactly 1.0 does not).
+- Records without a level count in the overall figures only.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelsage.evals.records import EpisodeRecord
+
+DEFAULT_FAST_P: tuple[float, ...] = (0.0, 1.0, 1.5, 2.0)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A proportion that keeps its counts; undefined (None) when the total is zero."""
+
+    n: int
+    total: int
+
+    @property
+    def value(self) -> float | None:
+        return self.n / self.total if self.total else None
+
+    def __str__(self) -> str:
+        value = self.value
+        shown = "n/a" if value is None else f"{100 * value:.1f}%"
+        return f"{shown} ({self.n}/{self.total})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "total": self.total, "value": self.value}
+
+
+@dataclass(frozen=True)
+class SampleStat:
+    """A statistic (median, mean, ...) of n values; None when there were none."""
+
+    value: float | None
+    n: int
+
+    def format(self, suffix: str = "", digits: int = 2) -> str:
+        shown = "n/a" if self.value is None else f"{self.value:.{digits}f}{suffix}"
+        return f"{shown} (n={self.n})"
+
+    def __str__(self) -> str:
+        return self.format()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "n": self.n}
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Every metric of one group of operators (a whole run or one level)."""
+
+    operators: int
+    er: Ratio
+    cr: Ratio
+    acc: Ratio
+    fast1: Ratio
+    s_self_median: SampleStat
+    speedup_median: SampleStat
+    speedup_geomean: SampleStat
+    fast_p: dict[float, Ratio]
+    mean_first_correct_round: SampleStat
+    adoption: Ratio
+    mean_terminal_score: SampleStat
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"operators": self.operators}
+        for name in ("er", "cr", "acc", "fast1", "s_self_median", "speedup_median", "speedup_geomean",
+                     "mean_first_correct_round", "adoption", "mean_terminal_score"):
+            data[name] = getattr(self, name).to_dict()
+        data["fast_p"] = {p_key(p): ratio.to_dict() for p, ratio in self.fast_p.items()}
+        return data
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A run's metrics overall and per level; `superseded` counts records dropped as duplicates."""
+
+    overall: Metrics
+    by_level: dict[int, Metrics]
+    episodes: int
+    superseded: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "episodes": self.episodes,
+            "superseded": self.superseded,
+            "overall": self.overall.to_dict(),
+            "by_level": {str(level): metrics.to_dict() for level, metrics in self.by_level.items()},
+        }
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One policy's line in a side-by-side comparison."""
+
+    policy: str
+    summary: Summary
+    task_ids: frozenset[str] = field(default_factory=frozenset)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy, **self.summary.to_dict()}
+
+
+def deduplicate(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
+    """One record per task id (the last one wins), in stream order (by position)."""
+    latest: dict[str, EpisodeRecord] = {}
+    for record in records:
+        latest.pop(record.task_id, None)  # re-insert so dict order follows the winning record
+        latest[record.task_id] = record
+    return sorted(latest.values(), key=lambda record: record.position)
+
+
+def measured_speedup(record: EpisodeRecord) -> float | None:
+    """T_reference / T_best of a solved operator, or None when it was not (validly) measured."""
+    return _latency_ratio(record.t_reference, record.t_best, record.speedup) if record.solved else None
+
+
+def measured_self_speedup(record: EpisodeRecord) -> float | None:
+    """T_first / T_best of a solved operator, or None when it was not (validly) measured."""
+    return _latency_ratio(record.t_first, record.t_best, record.self_speedup) if record.solved else None
+
+
+def metrics_of(records: Sequence[EpisodeRecord], fast_p: Sequence[float] = DEFAULT_FAST_P) -> Metrics:
+    """The metrics of deduplicated records (see `deduplicate`)."""
+    solved = [record for record in records if record.solved]
+    speedups = [s for s in map(measured_speedup, solved) if s is not None]
+    self_speedups = [s for s in map(measured_self_speedup, solved) if s is not None]
+    first_rounds = [r.first_correct_round for r in solved if r.first_correct_round is not None]
+    scores = [r.memory.terminal_score for r in records if r.memory.terminal_score is not None]
+    exposures = [exposure for record in records for exposure in record.adoption]
+    return Metrics(
+        operators=len(records),
+        er=Ratio(len(solved), len(records)),
+        cr=Ratio(sum(r.compiled for r in records), sum(r.candidates for r in records)),
+        acc=Ratio(sum(r.correct_candidates for r in records), sum(r.candidates for r in records)),
+        fast1=Ratio(sum(s > 1.0 for s in speedups), len(solved)),
+        s_self_median=_median(self_speedups),
+        speedup_median=_median(speedups),
+        speedup_geomean=_geomean(speedups),
+        fast_p={p: Ratio(sum(s > p for s in speedups), len(records)) for p in fast_p},
+        mean_first_correct_round=_mean(first_rounds),
+        adoption=Ratio(sum(exposure.adopted for exposure in exposures), len(exposures)),
+        mean_terminal_score=_mean(scores),
+    )
+
+
+def summarize(records: Iterable[EpisodeRecord], fast_p: Sequence[float] = DEFAULT_FAST_P) -> Summary:
+    """One run's metrics, overall and per level, after deduplicating task ids."""
+    records = list(records)
+    unique = deduplicate(records)
+    levels = sorted({record.level for record in unique if record.level is not None})
+    return Summary(
+        overall=metrics_of(unique, fast_p),
+        by_level={level: metrics_of([r for r in unique if r.level == level], fast_p) for level in levels},
+        episodes=len(records),
+        superseded=len(records) - len(unique),
+    )
+
+
+def compare(
+    records_by_policy: Mapping[str, Iterable[EpisodeRecord]], fast_p: Sequence[float] = DEFAULT_FAST_P
+) -> list[ComparisonRow]:
+    """One row per policy, in the mapping's order."""
+    rows = []
+    for policy, records in records_by_policy.items():
+        records = list(records)
+        task_ids = frozenset(record.task_id for record in records)
+        rows.append(ComparisonRow(policy, summarize(records, fast_p), task_ids))
+    return rows
+
+
+def cumulative_er(records: Iterable[EpisodeRecord]) -> list[float]:
+    """ER of the first k operators of the stream, for k = 1..N (deduplicated, in position order)."""
+    values, solved = [], 0
+    for count, record in enumerate(deduplicate(records), start=1):
+        solved += record.solved
+        values.append(solved / count)
+    return values
+
+
+def cumulative_adoption_rate(records: Iterable[EpisodeRecord]) -> list[float | None]:
+    """Adopted / shown items over the first k operators, k = 1..N; None until something was shown."""
+    values: list[float | None] = []
+    adopted = shown = 0
+    for record in deduplicate(records):
+        shown += len(record.adoption)
+        adopted += sum(exposure.adopted for exposure in record.adoption)
+        values.append(adopted / shown if shown else None)
+    return values
+
+
+def _latency_ratio(numerator: float | None, denominator: float | None, stored: float | None) -> float | None:
+    if numerator is None or denominator is None:
+        return stored if _is_positive(stored) else None
+    return numerator / denominator if _is_positive(numerator) and _is_positive(denominator) else None
+
+
+def _is_positive(value: float | None) -> bool:
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def _median(values: Sequence[float]) -> SampleStat:
+    return SampleStat(statistics.median(values) if values else None, len(values))
+
+
+def _mean(values: Sequence[float]) -> SampleStat:
+    return SampleStat(statistics.fmean(values) if values else None, len(values))
+
+
+def _geomean(values: Sequence[float]) -> SampleStat:
+    # Through logs: a product of many speedups can overflow.
+    if not values:
+        return SampleStat(None, 0)
+    geomean = math.exp(statistics.fmean(math.log(v) for v in values))
+    # Rounding in exp/log may step just outside [min, max], which no mean can.
+    return SampleStat(min(max(values), max(min(values), geomean)), len(values))
+
+
+def p_key(p: float) -> str:
+    """The threshold as written in labels and JSON keys: 1.0 -> "1.0", 1.25 -> "1.25"."""
+    text = f"{p:g}"
+    return text if any(mark in text for mark in ".en") else f"{text}.0"

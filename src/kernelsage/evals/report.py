@@ -1,0 +1,170 @@
+"""The comparison report: a Markdown file and a self-contained HTML file with the same tables and plots."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelsage.evals.metrics import ComparisonRow, Metrics, compare, p_key
+from kernelsage.evals.records import EpisodeRecord
+from kernelsage.evals.report_plots import plot_all
+
+COMPARISON_HEADERS = [
+    "Policy", "Operators", "ER", "CR", "Acc", "Fast1.0", "S_self median", "Speedup median", "Speedup geomean",
+    "fast_1.0",
+]
+DEFINITIONS = [
+    "ER: operators with at least one correct kernel / operators.",
+    "CR: candidates that compiled / candidates generated. Acc: correct candidates / candidates generated.",
+    "Fast1.0: solved operators whose best kernel beats the reference (speedup > 1) / solved operators.",
+    "S_self: T_first / T_best over solved operators. Speedup: T_reference / T_best over solved operators "
+    "with measured latencies; n is the number of operators behind each statistic.",
+    "fast_p: correct operators with speedup > p / all operators.",
+    "A task run twice in one policy's stream counts once, by its last record.",
+]
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:14px}"
+    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+    "th:first-child,td:first-child{text-align:left}"
+    "th{background:#f2f2f2}.note{background:#fff7d6;border-left:4px solid #e0b000;padding:6px 10px}"
+    "img{max-width:100%;border:1px solid #eee}"
+)
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    markdown: Path
+    html: Path
+    plots: list[Path]
+
+
+@dataclass(frozen=True)
+class _Table:
+    heading: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+def comparison_table(
+    rows: Sequence[ComparisonRow], level: int | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the side-by-side table, overall or for one level (absent policies left out)."""
+    cells = []
+    for row in rows:
+        metrics = row.summary.overall if level is None else row.summary.by_level.get(level)
+        if metrics is not None:
+            cells.append([row.policy, *_comparison_cells(metrics)])
+    return list(COMPARISON_HEADERS), cells
+
+
+def write_report(
+    records_by_policy: Mapping[str, Sequence[EpisodeRecord]],
+    out_dir: Path,
+    *,
+    title: str,
+    notes: Sequence[str] = (),
+) -> ReportPaths:
+    """Write report.md, report.html and plots/*.png into `out_dir` (created if needed)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = compare(records_by_policy)
+    tables = _tables(rows)
+    notes = [*notes, *_consistency_notes(rows)]
+    plots = plot_all(records_by_policy, out_dir / "plots")
+
+    markdown_path = out_dir / "report.md"
+    markdown_path.write_text(_markdown(title, notes, tables, plots, out_dir), encoding="utf-8")
+    html_path = out_dir / "report.html"
+    html_path.write_text(_html(title, notes, tables, plots), encoding="utf-8")
+    return ReportPaths(markdown_path, html_path, [path for _, path in plots])
+
+
+def _comparison_cells(metrics: Metrics) -> list[str]:
+    fast_1 = metrics.fast_p.get(1.0)
+    return [
+        str(metrics.operators), str(metrics.er), str(metrics.cr), str(metrics.acc), str(metrics.fast1),
+        metrics.s_self_median.format("x"), metrics.speedup_median.format("x"),
+        metrics.speedup_geomean.format("x"), "n/a" if fast_1 is None else str(fast_1),
+    ]
+
+
+def _tables(rows: Sequence[ComparisonRow]) -> list[_Table]:
+    tables = [_Table("Comparison (all levels)", *comparison_table(rows))]
+    levels = sorted({level for row in rows for level in row.summary.by_level})
+    tables += [_Table(f"Level {level}", *comparison_table(rows, level)) for level in levels]
+
+    thresholds = sorted({p for row in rows for p in row.summary.overall.fast_p})
+    tables.append(_Table(
+        "fast_p (correct and speedup > p, over all operators)",
+        ["Policy", *(f"fast_{p_key(p)}" for p in thresholds)],
+        [[row.policy, *(str(row.summary.overall.fast_p.get(p, "n/a")) for p in thresholds)] for row in rows],
+    ))
+    tables.append(_Table(
+        "Search and memory",
+        ["Policy", "Episodes", "Superseded records", "Mean round of first correct", "Adoption rate",
+         "Mean terminal score"],
+        [[row.policy, str(row.summary.episodes), str(row.summary.superseded),
+          row.summary.overall.mean_first_correct_round.format(digits=1), str(row.summary.overall.adoption),
+          row.summary.overall.mean_terminal_score.format(digits=3)] for row in rows],
+    ))
+    return tables
+
+
+def _consistency_notes(rows: Sequence[ComparisonRow]) -> list[str]:
+    # A comparison is only fair on the same operators; say so plainly when it is not.
+    task_sets = {row.task_ids for row in rows}
+    if len(task_sets) <= 1:
+        return []
+    return ["Warning: the policies did not run the same operators; "
+            + ", ".join(f"{row.policy}: {len(row.task_ids)}" for row in rows) + "."]
+
+
+def _markdown(title: str, notes: Sequence[str], tables: Sequence[_Table],
+              plots: Sequence[tuple[str, Path]], out_dir: Path) -> str:
+    lines = [f"# {title}", ""]
+    for note in notes:
+        lines += [f"> {note}", ""]
+    for table in tables:
+        lines += [f"## {table.heading}", "", _md_row(table.headers), _md_row(["---"] * len(table.headers))]
+        lines += [_md_row(row) for row in table.rows]
+        lines.append("")
+    lines += ["## Plots", ""]
+    for caption, path in plots:
+        lines += [f"![{caption}]({path.relative_to(out_dir).as_posix()})", ""]
+    lines += ["## Definitions", ""]
+    lines += [f"- {definition}" for definition in DEFINITIONS]
+    return "\n".join(lines) + "\n"
+
+
+def _md_row(cells: Sequence[str]) -> str:
+    # A pipe inside a cell (e.g. in a policy name) would split the column.
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def _html(title: str, notes: Sequence[str], tables: Sequence[_Table],
+          plots: Sequence[tuple[str, Path]]) -> str:
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f"<title>{esc(title)}</title>", f"<style>{_CSS}</style>", "</head>",
+        "<body>", f"<h1>{esc(title)}</h1>",
+    ]
+    parts += [f'<p class="note">{esc(note)}</p>' for note in notes]
+    for table in tables:
+        parts += [f"<h2>{esc(table.heading)}</h2>", "<table>",
+                  "<tr>" + "".join(f"<th>{esc(cell)}</th>" for cell in table.headers) + "</tr>"]
+        parts += ["<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in table.rows]
+        parts.append("</table>")
+    parts.append("<h2>Plots</h2>")
+    for caption, path in plots:
+        encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+        image = f'<img alt="{esc(caption)}" src="data:image/png;base64,{encoded}">'
+        parts += [f"<h3>{esc(caption)}</h3>", image]
+    parts += ["<h2>Definitions</h2>", "<ul>", *(f"<li>{esc(d)}</li>" for d in DEFINITIONS), "</ul>"]
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"

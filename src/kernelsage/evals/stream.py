@@ -1,0 +1,154 @@
+"""Task streams: the order of operators, and running one episode per operator with one memory policy.
+
+Every episode appends one JSONL record. Episodes run under the Postgres checkpointer with a thread per
+episode, so an interrupted stream resumes where it stopped: finished episodes are skipped, an
+unfinished one continues from its last step, and no episode's memory effects happen twice.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kernelsage.errors import ConfigurationError
+from kernelsage.evals.tasks import Task
+from kernelsage.graph.context import Context
+from kernelsage.graph.runner import run_episode
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+    from kernelsage.memory_backend.store import Memory
+
+ORDERS = ("curriculum", "mixed", "level:N", "file:PATH")
+
+
+def order_tasks(tasks: Sequence[Task], order: str, *, seed: int = 0) -> list[Task]:
+    """The stream: `curriculum` (level 1 -> 2 -> 3, suite order within a level), `mixed` (shuffled with
+    the seed), `level:N` (one level) or `file:PATH` (task ids, one per line, `#` comments)."""
+    if order == "curriculum":
+        return sorted(tasks, key=lambda t: t.level)  # stable: suite order within a level
+    if order == "mixed":
+        shuffled = list(tasks)
+        random.Random(seed).shuffle(shuffled)
+        return shuffled
+    if order.startswith("level:"):
+        try:
+            level = int(order.removeprefix("level:"))
+        except ValueError:
+            raise ConfigurationError(f"order {order!r}: the level must be a number, e.g. level:3") from None
+        chosen = [t for t in tasks if t.level == level]
+        if not chosen:
+            raise ConfigurationError(f"order {order!r}: the suite has no level-{level} tasks")
+        return chosen
+    if order.startswith("file:"):
+        path = Path(order.removeprefix("file:"))
+        if not path.is_file():
+            raise ConfigurationError(f"order file {path} does not exist")
+        by_id = {t.id: t for t in tasks}
+        ids = [line.split("#")[0].strip() for line in path.read_text().splitlines()]
+        unknown = [i for i in ids if i and i not in by_id]
+        if unknown:
+            raise ConfigurationError(f"{path}: unknown task ids {unknown}")
+        return [by_id[i] for i in ids if i]
+    raise ConfigurationError(f"unknown order {order!r}; use one of {', '.join(ORDERS)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamSettings:
+    run_id: str
+    policy: str
+    namespace: str
+    model: str
+    backend: str
+    budget: int = 30
+    read_only: bool = False  # a frozen memory: retrieval only
+
+
+def read_done(records_path: Path) -> dict[str, dict[str, Any]]:
+    """Episodes already recorded in a run's JSONL, by episode id (a torn last line is ignored)."""
+    done: dict[str, dict[str, Any]] = {}
+    if not records_path.exists():
+        return done
+    for line in records_path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # an interrupted write: that episode is resumed from its checkpoint instead
+        done[record["episode_id"]] = record
+    return done
+
+
+def episode_record(state: dict[str, Any], *, task: Task, position: int, settings: StreamSettings,
+                   seconds: float, memory: Memory | None) -> dict[str, Any]:
+    """The JSONL record of one finished episode."""
+    result = (state.get("outcome") or {}).get("result", {})
+    report = (state.get("outcome") or {}).get("memory", {})
+    attempts = state.get("attempts", [])
+    return {
+        "run_id": settings.run_id, "policy": settings.policy, "model": settings.model, "backend": settings.backend,
+        "namespace": settings.namespace, "position": position, "task_id": task.id, "level": task.level,
+        "category": task.category, "episode_id": state.get("episode_id"),
+        "solved": bool(result.get("solved")), "rounds": result.get("rounds", 0),
+        "candidates": result.get("candidates", 0), "compiled": result.get("compiled", 0),
+        "correct_candidates": sum(1 for a in attempts if a["correct"]),
+        "first_correct_round": result.get("first_correct_round"), "t_first": result.get("t_first"),
+        "t_best": result.get("t_best"), "t_reference": result.get("t_reference"),
+        "self_speedup": result.get("self_speedup"), "speedup": result.get("speedup"),
+        "attempts": [{k: a[k] for k in ("round", "stage", "status", "correct", "latency", "reference_latency")}
+                     for a in attempts],
+        "adoption": [{k: a[k] for k in ("item_id", "tier", "round", "stage", "adopted", "rationale")}
+                     for a in state.get("adoption", [])],
+        "memory": {"terminal_score": report.get("terminal_score"), "credits": report.get("credits", {}),
+                   "new_items": report.get("new_items", []), "updated": bool(report.get("updated")),
+                   "consolidation": report.get("consolidation")},
+        "memory_after": memory.snapshot() if memory is not None else None,
+        "seconds": seconds,
+    }
+
+
+@contextmanager
+def checkpointed(graph_builder: Any, database_url: str) -> Iterator[CompiledStateGraph]:
+    """The episode graph compiled with a Postgres checkpointer on the memory's own database."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(database_url) as saver:
+        saver.setup()
+        yield graph_builder.compile(checkpointer=saver)
+
+
+def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: StreamSettings, context: Context,
+               records_path: Path, memory: Callable[[], Memory | None] = lambda: None,
+               on_state: Callable[[Task, int, dict[str, Any]], None] | None = None,
+               on_record: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """One episode per task, in order; returns every record of the run (earlier ones included)."""
+    records_path.parent.mkdir(parents=True, exist_ok=True)
+    done = read_done(records_path)
+    records: list[dict[str, Any]] = []
+    for position, task in enumerate(tasks):
+        episode_id = f"{settings.run_id}:{position}:{task.id}"
+        if episode_id in done:
+            records.append(done[episode_id])
+            if on_record:
+                on_record(done[episode_id])
+            continue
+        start = time.perf_counter()
+        state = run_episode(
+            graph, task_id=task.id, level=task.level, context=context, backend=settings.backend,
+            model=settings.model, episode_id=episode_id,
+            on_state=(lambda s, t=task, p=position: on_state(t, p, s)) if on_state else None,
+        )
+        record = episode_record(state, task=task, position=position, settings=settings,
+                                seconds=time.perf_counter() - start, memory=memory())
+        with records_path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(record, sort_keys=True) + "\n")
+        records.append(record)
+        if on_record:
+            on_record(record)
+    return records

@@ -1,0 +1,104 @@
+"""The Markdown and HTML reports: tables with counts, notes, five embedded plots, no crash on missing data."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import pytest
+
+from kernelsage.evals.records import group_by_policy, read_records
+from kernelsage.evals.report import write_report
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "records" / "two_policies.jsonl"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+REPLAY_NOTE = "Model responses are replayed from a recording."
+
+
+@pytest.fixture(scope="module")
+def records_by_policy():
+    return group_by_policy(read_records(FIXTURE))
+
+
+@pytest.fixture(scope="module")
+def two_policy_report(records_by_policy, tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("report")
+    paths = write_report(records_by_policy, out_dir, title="Demo <stream> & co", notes=[REPLAY_NOTE])
+    return out_dir, paths
+
+
+def _embedded_pngs(html_text: str) -> list[bytes]:
+    encoded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html_text)
+    return [base64.b64decode(data) for data in encoded]
+
+
+def test_both_reports_and_five_png_plots_are_written(two_policy_report):
+    out_dir, paths = two_policy_report
+    assert paths.markdown == out_dir / "report.md"
+    assert paths.html == out_dir / "report.html"
+    assert len(paths.plots) == 5
+    for plot in paths.plots:
+        assert plot.parent == out_dir / "plots"
+        assert plot.read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_the_html_report_is_self_contained_with_five_embedded_plots(two_policy_report):
+    _, paths = two_policy_report
+    text = paths.html.read_text(encoding="utf-8")
+    images = _embedded_pngs(text)
+    assert text.count("data:image/png;base64,") == len(images) == 5
+    assert all(image[:8] == PNG_SIGNATURE for image in images)
+    assert REPLAY_NOTE in text
+    assert "Demo &lt;stream&gt; &amp; co" in text
+    assert "<stream>" not in text
+    for external in ('src="http', "<link", "<script", "url("):
+        assert external not in text
+
+
+def test_the_markdown_report_has_the_note_and_tables_with_counts(two_policy_report):
+    _, paths = two_policy_report
+    text = paths.markdown.read_text(encoding="utf-8")
+    assert text.startswith("# Demo <stream> & co\n")
+    assert text.index(REPLAY_NOTE) < text.index("## Comparison")
+    # The fixture: sage solves 5 of 6 operators, 3 of its 5 solved ones beat the reference
+    # (speedups 2, 1, 2.5, 1/3, 2); none solves 3 of 6, none of them faster than the reference.
+    assert re.search(r"^\| sage \| 6 \| 83\.3% \(5/6\) \| .* \| 60\.0% \(3/5\) \|", text, re.MULTILINE)
+    assert re.search(r"^\| none \| 6 \| 50\.0% \(3/6\) \| .* \| 0\.0% \(0/3\) \|", text, re.MULTILINE)
+    assert "| 2.00x (n=5) |" in text  # sage's median speedup
+    for level in (1, 2, 3):
+        assert f"## Level {level}" in text
+    # Level 3 for the no-memory policy: nothing solved, so Fast1.0 and the speedups are undefined.
+    assert "| none | 2 | 0.0% (0/2) |" in text
+    assert "n/a (0/0)" in text
+    assert "![Cumulative ER along the stream](plots/cumulative_er.png)" in text
+
+
+def test_the_tables_are_the_same_in_both_reports(two_policy_report):
+    _, paths = two_policy_report
+    markdown, html_text = paths.markdown.read_text(encoding="utf-8"), paths.html.read_text(encoding="utf-8")
+    for cell in ("83.3% (5/6)", "60.0% (3/5)", "75.0% (9/12)", "fast_1.5"):
+        assert cell in markdown
+        assert f"<td>{cell}</td>" in html_text or f"<th>{cell}</th>" in html_text
+
+
+def test_a_policy_without_memory_data_still_gets_every_plot(records_by_policy, tmp_path):
+    paths = write_report({"none": records_by_policy["none"]}, tmp_path, title="No memory")
+    assert len(_embedded_pngs(paths.html.read_text(encoding="utf-8"))) == 5
+    assert all(plot.read_bytes()[:8] == PNG_SIGNATURE for plot in paths.plots)
+    markdown = paths.markdown.read_text(encoding="utf-8")
+    assert "| none | 6 | 0 | 2.0 (n=3) | n/a (0/0) | n/a (n=0) |" in markdown
+
+
+def test_empty_runs_and_unequal_operator_sets_are_reported_not_fatal(records_by_policy, tmp_path):
+    paths = write_report({"sage": records_by_policy["sage"][:2], "static": []}, tmp_path, title="Partial")
+    markdown = paths.markdown.read_text(encoding="utf-8")
+    assert "did not run the same operators; sage: 2, static: 0." in markdown
+    assert "| static | 0 | n/a (0/0) |" in markdown
+    assert len(_embedded_pngs(paths.html.read_text(encoding="utf-8"))) == 5
+
+
+def test_the_text_is_deterministic(records_by_policy, tmp_path):
+    first = write_report(records_by_policy, tmp_path / "one", title="T", notes=[REPLAY_NOTE])
+    second = write_report(records_by_policy, tmp_path / "two", title="T", notes=[REPLAY_NOTE])
+    assert first.markdown.read_text(encoding="utf-8") == second.markdown.read_text(encoding="utf-8")
