@@ -7,8 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from kernelsage.evals.loaders import LoadReport, load_suite
 from kernelsage.memory_backend.database import open_pool
+from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.store import MemoryStore
+from kernelsage.tools.backend import KernelBackend, get_backend
+from tests.graph.fakes import fake_embeddings
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +37,26 @@ def namespace() -> str:
     return f"test-{uuid.uuid4().hex[:12]}"
 
 
+
+
+@pytest.fixture(scope="session")
+def cpu_backend() -> Iterator[KernelBackend]:
+    backend = get_backend("cpu", trials=2, reps=20)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
+def suite() -> LoadReport:
+    return load_suite("builtin")
+
+
+@pytest.fixture
+def seeded(store: MemoryStore, namespace: str) -> list[int]:
+    """Three experiences in a fresh namespace."""
+    memory = store.open(namespace, embeddings=fake_embeddings())
+    return memory.add_items([
+        NewItem(text="Parallelise elementwise loops with #pragma omp parallel for", operator="l1_add"),
+        NewItem(text="Return 0 from ks_kernel and end every statement with a semicolon", operator="l1_abs"),
+        NewItem(text="Handle float16 by converting through float with the header helpers", operator="l1_sigmoid"),
+    ])

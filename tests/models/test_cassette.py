@@ -195,3 +195,7 @@ def test_numbers_and_the_order_of_memory_lines_do_not_change_the_request_key() -
     assert request_key(recorded) == request_key(replayed)
     assert request_key(recorded) != request_key(other_task)
     assert request_key(recorded) != request_key(other_text)
+    with_examples = [HumanMessage("- id 4 (x): unroll\n  example: a\n- id 17 (y): tile\n  example: b\nend")]
+    reordered = [HumanMessage("- id 17 (y): tile\n  example: b\n- id 4 (x): unroll\n  example: a\nend")]
+    swapped = [HumanMessage("- id 17 (y): tile\n  example: a\n- id 4 (x): unroll\n  example: b\nend")]
+    assert request_key(with_examples) == request_key(reordered) != request_key(swapped)

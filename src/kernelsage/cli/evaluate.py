@@ -41,8 +41,8 @@ def evaluate(
     from kernelsage.evals.loaders import find_task, load_suite
     from kernelsage.evals.metrics import summarize
     from kernelsage.evals.records import EpisodeRecord
-    from kernelsage.nodes.evaluate import evaluate_candidate
     from kernelsage.tools.backend import get_backend
+    from kernelsage.tools.evaluation import evaluate_candidate
 
     report = load_suite(suite, suite_format)
     records: list[dict[str, Any]] = []

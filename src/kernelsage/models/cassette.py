@@ -64,17 +64,19 @@ _NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 def _canonical_text(text: str) -> str:
-    lines = _NUMBER.sub("<num>", text).split("\n")
+    """Numbers as one token; each run of memory entries ("- id ..." with its indented lines) sorted."""
     out: list[str] = []
-    run: list[str] = []
-    for line in [*lines, None]:
+    run: list[list[str]] = []
+    for line in [*_NUMBER.sub("<num>", text).split("\n"), None]:
         if line is not None and line.startswith("- id "):
-            run.append(line)
-            continue
-        out += sorted(run)
-        run = []
-        if line is not None:
-            out.append(line)
+            run.append([line])
+        elif line is not None and run and line.startswith("  "):
+            run[-1].append(line)
+        else:
+            out += [entry_line for entry in sorted(run) for entry_line in entry]
+            run = []
+            if line is not None:
+                out.append(line)
     return "\n".join(out)
 
 

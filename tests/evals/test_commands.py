@@ -1,0 +1,65 @@
+"""The evaluation commands as a user runs them: eval on ready kernels, report, and the offline demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _kernelsage(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kernelsage", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
+
+
+def test_eval_scores_a_directory_of_ready_kernels(tmp_path: Path) -> None:
+    examples = Path(str(resources.files("kernelsage.tools.cpu").joinpath("examples")))
+    (tmp_path / "kernels").mkdir()
+    for source in examples.glob("*.cpp"):
+        (tmp_path / "kernels" / source.name).write_text(source.read_text())
+    (tmp_path / "kernels" / "l1_add.cpp").write_text(examples.joinpath("l1_relu.cpp").read_text())  # wrong op
+    result = _kernelsage("eval", str(tmp_path / "kernels"), "--json", "--output", str(tmp_path / "eval.jsonl"))
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.splitlines()[-1])
+    status = {k["task_id"]: k["status"] for k in payload["kernels"]}
+    assert status["l1_add"] != "ok" and status["l3_matmul"] == "ok" and status["l2_softmax"] == "ok"
+    er = payload["summary"]["overall"]["er"]
+    assert (er["n"], er["total"]) == (len(status) - 1, len(status))
+    report = _kernelsage("report", str(tmp_path), "--json")
+    assert report.returncode == 0, report.stderr
+    assert Path(json.loads(report.stdout)["report"]).is_file()
+
+
+def test_eval_and_report_name_bad_input_in_one_line(tmp_path: Path) -> None:
+    missing = _kernelsage("eval", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "is not a directory" in missing.stderr and "Traceback" not in missing.stderr
+    empty = _kernelsage("report", str(tmp_path))
+    assert empty.returncode == 2 and "no <policy>.jsonl record files" in empty.stderr
+
+
+@pytest.mark.slow
+def test_the_offline_demo_runs_end_to_end(tmp_path: Path) -> None:
+    env = {"KERNELSAGE_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1", "OPENAI_API_KEY": ""}
+    env.pop("DATABASE_URL", None)
+    result = _kernelsage("demo", "--out", str(tmp_path / "demo"), "--json",
+                         env={k: v for k, v in env.items()} | {"DATABASE_URL": ""}, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "replayed from a recording" in result.stdout.splitlines()[0] + result.stdout
+    payload = json.loads(result.stdout.splitlines()[-1])
+    assert [e["solved"] for e in payload["episodes"]] == [True] * 6
+    assert payload["hot_rules"], "at least one rule must be promoted into hot memory"
+    html = Path(payload["report"]).read_text()
+    assert html.count("data:image/png;base64,") == 5 and "replayed from a recording" in html
+    records = [json.loads(line) for line in (tmp_path / "demo" / "sage.jsonl").read_text().splitlines()]
+    statuses = [a["status"] for r in records for a in r["attempts"]]
+    assert "compile_error" in statuses and "wrong_result" in statuses
+    assert {r["level"] for r in records} == {1, 2, 3}
+    assert all(r["memory"]["credits"] for r in records)

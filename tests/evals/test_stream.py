@@ -1,0 +1,85 @@
+"""Task streams: ordering, resuming an interrupted stream exactly once, identical starting memories."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+
+import pytest
+from tests.graph.fakes import fake_embeddings
+from tests.graph.scripts import SLOW, candidate
+
+from kernelsage.errors import ConfigurationError
+from kernelsage.evals.experiment import Experiment, prepare_memories
+from kernelsage.evals.loaders import find_task
+from kernelsage.evals.stream import StreamSettings, checkpointed, order_tasks, run_stream
+from kernelsage.graph import Context, build_graph
+from kernelsage.memory_backend.store import MemoryStore
+from kernelsage.memory_backend.transfer import export_jsonl
+from kernelsage.models.scripted import ScriptedChatModel
+
+
+def test_stream_orders(suite, tmp_path: Path) -> None:
+    tasks = suite.tasks
+    curriculum = order_tasks(tasks, "curriculum")
+    assert [t.level for t in curriculum] == sorted(t.level for t in tasks)
+    mixed = order_tasks(tasks, "mixed", seed=3)
+    assert sorted(t.id for t in mixed) == sorted(t.id for t in tasks) and mixed != curriculum
+    assert mixed == order_tasks(tasks, "mixed", seed=3)
+    assert {t.level for t in order_tasks(tasks, "level:3")} == {3}
+    order = tmp_path / "order.txt"
+    order.write_text("l3_matmul  # hard first\nl1_relu\n")
+    assert [t.id for t in order_tasks(tasks, f"file:{order}")] == ["l3_matmul", "l1_relu"]
+    order.write_text("l9_nothing\n")
+    with pytest.raises(ConfigurationError, match=r"unknown task ids \['l9_nothing'\]"):
+        order_tasks(tasks, f"file:{order}")
+    with pytest.raises(ConfigurationError, match="unknown order"):
+        order_tasks(tasks, "alphabetical")
+
+
+def test_an_interrupted_stream_resumes_and_applies_memory_effects_once(
+    store: MemoryStore, cpu_backend, suite, seeded, database_url: str, namespace: str, tmp_path: Path
+) -> None:
+    def crash(messages):
+        raise RuntimeError("machine lost")
+
+    tasks = [find_task(suite, "l1_relu"), find_task(suite, "l1_add")]
+    model = ScriptedChatModel([candidate(SLOW), crash, candidate(SLOW.replace("> 0.f ? x[i] : 0.f", "+ 0.f"))])
+    builder = build_graph(models=model, backend=cpu_backend, tasks=partial(find_task, suite), memory_store=store,
+                          embeddings=fake_embeddings())
+    settings = StreamSettings(run_id="resume", policy="sage", namespace=namespace, model="scripted", backend="cpu",
+                              budget=1)
+    records_path = tmp_path / "sage.jsonl"
+    memory = store.open(namespace, embeddings=fake_embeddings())
+    with checkpointed(builder, database_url) as graph:
+        run = partial(run_stream, graph, tasks, settings=settings, records_path=records_path,
+                      context=Context(namespace=namespace, budget=1, top_k=2), memory=lambda: memory)
+        with pytest.raises(RuntimeError, match="machine lost"):
+            run()
+        assert len(records_path.read_text().splitlines()) == 1  # the first episode was recorded
+        records = run()
+    assert [r["task_id"] for r in records] == ["l1_relu", "l1_add"]
+    assert [json.loads(line)["position"] for line in records_path.read_text().splitlines()] == [0, 1]
+    assert len(model.requests) == 3  # the finished episode was not run again
+    assert memory.stats()["episodes"] == 2
+    assert records[1]["memory_after"]["by_state"]["cold"] == 3
+    assert records[1]["solved"] is False  # the scripted second kernel adds instead of clamping
+
+
+def test_every_policy_starts_from_an_identical_copy_of_the_memory(store: MemoryStore, seeded, namespace: str,
+                                                                  tmp_path: Path) -> None:
+    experiment = Experiment(run_id="same-start", run_dir=tmp_path, model="scripted", namespace=namespace,
+                            policies=["sage", "uniform", "static"])
+    prepare_memories(store, experiment, fake_embeddings(), "cpu")
+    exported = []
+    for policy in experiment.policies:
+        path = tmp_path / f"{policy}.jsonl"
+        export_jsonl(store, experiment.policy_namespace(policy), path)
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        exported.append([{k: v for k, v in r.items() if k not in ("id", "name", "created_at", "updated_at")}
+                         for r in lines])
+    assert exported[0] == exported[1] == exported[2]
+    assert len(exported[0]) == 1 + len(seeded)
+    with pytest.raises(ConfigurationError, match="unknown memory policies"):
+        Experiment(run_id="x", run_dir=tmp_path, model="m", policies=["sage", "magic"])
