@@ -40,7 +40,8 @@ def render_memory(shown: list[ShownItem]) -> str:
         label = "hot rule" if item["tier"] == "hot" else f"retrieved, relevance {item['relevance']:.2f}"
         lines.append(f"- id {item['id']} ({label}): {item['text']}")
         if item.get("code_example"):
-            lines.append(f"  example: {item['code_example']}")
+            example = str(item["code_example"]).replace("\n", "\n    ")  # keep the entry one indented block
+            lines.append(f"  example:\n    {example}")
     return "\n".join(lines)
 
 
