@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langgraph.runtime import Runtime
-
-from kernelsage.graph.context import Context
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState
 from kernelsage.nodes.common import render, render_history, render_memory
-from kernelsage.nodes.writer import candidate_files, write_candidate
+from kernelsage.nodes.writer import candidate_files, make_writer_node
 
 
 def generator_prompt(state: EpisodeState, resources: AgentResources, interface: str) -> str:
@@ -24,11 +21,4 @@ def generator_prompt(state: EpisodeState, resources: AgentResources, interface: 
 
 
 def make_generator_node(resources: AgentResources, interface: Callable[[str], str]) -> Callable[..., dict[str, Any]]:
-    model = resources.models.for_role("generator")
-
-    def generator(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
-        prompt = generator_prompt(state, resources, interface(state["task_id"]))
-        return write_candidate(role="generator", model=model, resources=resources, state=state,
-                               context=runtime.context, prompt=prompt)
-
-    return generator
+    return make_writer_node("generator", generator_prompt, resources, interface)

@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langgraph.runtime import Runtime
-
-from kernelsage.graph.context import Context
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState
 from kernelsage.nodes.common import render, render_history, render_memory
-from kernelsage.nodes.writer import write_candidate
+from kernelsage.nodes.writer import make_writer_node
 
 
 def profile_summary(profile: dict) -> str:
@@ -45,11 +42,4 @@ def optimizer_prompt(state: EpisodeState, resources: AgentResources, interface: 
 
 
 def make_optimizer_node(resources: AgentResources, interface: Callable[[str], str]) -> Callable[..., dict[str, Any]]:
-    model = resources.models.for_role("optimizer")
-
-    def optimizer(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
-        prompt = optimizer_prompt(state, resources, interface(state["task_id"]))
-        return write_candidate(role="optimizer", model=model, resources=resources, state=state,
-                               context=runtime.context, prompt=prompt)
-
-    return optimizer
+    return make_writer_node("optimizer", optimizer_prompt, resources, interface)

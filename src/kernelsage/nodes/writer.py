@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
 
 from kernelsage.errors import ParseError
 from kernelsage.graph.context import Context
@@ -55,3 +57,20 @@ def write_candidate(*, role: str, model: BaseChatModel, resources: AgentResource
     return {"round": state.get("round", 0) + 1, "pending": None,
             "attempts": [failed_round(state.get("round", 0) + 1, state, "parse_error",
                                       f"the answer could not be parsed: {error}")]}
+
+
+PromptBuilder = Callable[[EpisodeState, AgentResources, str], str]
+
+
+def make_writer_node(role: str, build_prompt: PromptBuilder, resources: AgentResources,
+                     interface: Callable[[str], str]) -> Callable[..., dict[str, Any]]:
+    """A node that asks the role's model for a candidate built from `build_prompt`."""
+    model = resources.models.for_role(role)
+
+    def write(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        prompt = build_prompt(state, resources, interface(state["task_id"]))
+        return write_candidate(role=role, model=model, resources=resources, state=state, context=runtime.context,
+                               prompt=prompt)
+
+    write.__name__ = role
+    return write
