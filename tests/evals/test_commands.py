@@ -63,3 +63,24 @@ def test_the_offline_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "compile_error" in statuses and "wrong_result" in statuses
     assert {r["level"] for r in records} == {1, 2, 3}
     assert all(r["memory"]["credits"] for r in records)
+
+
+def test_run_records_a_stream_and_a_rerun_resumes_without_repeating_it(tmp_path: Path) -> None:
+    from kernelsage.demo.run import recording_path
+    from kernelsage.demo.script import DEMO_TASKS
+
+    order = tmp_path / "order.txt"
+    order.write_text("\n".join(DEMO_TASKS[:2]) + "\n")
+    env = {"KERNELSAGE_HOME": str(tmp_path / "home"), "DATABASE_URL": ""}
+    args = ("run", "--model", f"replay:{recording_path()}", "--order", f"file:{order}", "--budget", "3",
+            "--top-k", "64", "--run-id", "r1", "--json")
+    first = _kernelsage(*args, env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    summary = json.loads(first.stdout.splitlines()[-1])["summary"]["sage"]["overall"]
+    assert (summary["er"]["n"], summary["er"]["total"]) == (2, 2)
+    records = (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines()
+    again = _kernelsage(*args, env=env, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines() == records  # nothing ran twice
+    stats = _kernelsage("memory", "stats", "-n", "cpu/cpp/default@r1/sage", "--json", env=env, cwd=tmp_path)
+    assert json.loads(stats.stdout.splitlines()[-1])["episodes"] == 2

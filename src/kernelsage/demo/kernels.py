@@ -45,6 +45,20 @@ def example(task_id: str) -> str:
     return resources.files("kernelsage.tools.cpu").joinpath("examples", f"{task_id}.cpp").read_text(encoding="utf-8")
 
 
-def serial(source: str) -> str:
-    """The same kernel without its OpenMP pragmas: correct, and slower on more than one core."""
-    return "\n".join(line for line in source.splitlines() if "#pragma omp" not in line) + "\n"
+_REPEAT = """
+#undef ks_kernel
+extern "C" int ks_kernel(const ks_tensor* inputs, int n_inputs, ks_tensor* outputs, int n_outputs,
+                         const ks_attr* attrs, int n_attrs) {
+    int status = 0;
+    for (int pass = 0; pass < 3 && status == 0; ++pass)  // a first version that does its work three times
+        status = ks_kernel_body(inputs, n_inputs, outputs, n_outputs, attrs, n_attrs);
+    return status;
+}
+"""
+
+
+def first_draft(source: str) -> str:
+    """A correct but clearly slow first version of a kernel: serial (no OpenMP pragmas) and repeating
+    its work, so the faster version wins by a wide margin however busy the machine is."""
+    serial = "\n".join(line for line in source.splitlines() if "#pragma omp" not in line)
+    return "#define ks_kernel ks_kernel_body\n" + serial + "\n" + _REPEAT

@@ -7,7 +7,7 @@ import re
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from kernelsage.demo.kernels import BROKEN_RELU, WRONG_ADD, example, serial
+from kernelsage.demo.kernels import BROKEN_RELU, WRONG_ADD, example, first_draft
 from kernelsage.parsing import AdoptionRecord, render_answer
 
 DEMO_TASKS = ("l1_relu", "l1_add", "l2_softmax", "l2_add_rms_norm", "l3_matmul", "l3_topk")
@@ -63,7 +63,7 @@ def _candidate(task_id: str, round_no: int, stage: str) -> str:
     if task_id == "l1_add" and round_no == 1:
         return WRONG_ADD
     if stage == "draft":
-        return serial(example(task_id))
+        return first_draft(example(task_id))
     return example(task_id)
 
 
