@@ -44,8 +44,13 @@ def test_an_interrupted_stream_resumes_and_applies_memory_effects_once(
     def crash(messages):
         raise RuntimeError("machine lost")
 
+    def with_usage(messages):  # as a real model reports it
+        answer = candidate(SLOW)(messages)
+        return answer.model_copy(update={"usage_metadata": {"input_tokens": 1200, "output_tokens": 300,
+                                                            "total_tokens": 1500}})
+
     tasks = [find_task(suite, "l1_relu"), find_task(suite, "l1_add")]
-    model = ScriptedChatModel([candidate(SLOW), crash, candidate(SLOW.replace("> 0.f ? x[i] : 0.f", "+ 0.f"))])
+    model = ScriptedChatModel([with_usage, crash, candidate(SLOW.replace("> 0.f ? x[i] : 0.f", "+ 0.f"))])
     builder = build_graph(models=model, backend=cpu_backend, tasks=partial(find_task, suite), memory_store=store,
                           embeddings=fake_embeddings())
     settings = StreamSettings(run_id="resume", policy="sage", namespace=namespace, model="scripted", backend="cpu",
@@ -65,6 +70,7 @@ def test_an_interrupted_stream_resumes_and_applies_memory_effects_once(
     assert memory.stats()["episodes"] == 2
     assert records[1]["memory_after"]["by_state"]["cold"] == 3
     assert records[1]["solved"] is False  # the scripted second kernel adds instead of clamping
+    assert records[0]["tokens"] == {"input": 1200, "output": 300}
 
 
 def test_every_policy_starts_from_an_identical_copy_of_the_memory(store: MemoryStore, seeded, namespace: str,

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import ChatGeneration, LLMResult
 
 from kernelsage.errors import ConfigurationError
 from kernelsage.evals.tasks import Task
@@ -71,6 +75,27 @@ class StreamSettings:
     read_only: bool = False  # a frozen memory: retrieval only
 
 
+class TokenUsage(BaseCallbackHandler):
+    """Adds up the tokens every model call of an episode reports (whatever the provider calls itself)."""
+
+    def __init__(self) -> None:
+        self.input = self.output = 0
+        self._lock = threading.Lock()
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                usage = getattr(generation.message, "usage_metadata", None) if isinstance(
+                    generation, ChatGeneration) else None
+                if usage:
+                    with self._lock:
+                        self.input += usage.get("input_tokens", 0)
+                        self.output += usage.get("output_tokens", 0)
+
+    def totals(self) -> dict[str, int]:
+        return {"input": self.input, "output": self.output}
+
+
 def read_done(records_path: Path) -> dict[str, dict[str, Any]]:
     """Episodes already recorded in a run's JSONL, by episode id (a torn last line is ignored)."""
     done: dict[str, dict[str, Any]] = {}
@@ -86,7 +111,7 @@ def read_done(records_path: Path) -> dict[str, dict[str, Any]]:
 
 
 def episode_record(state: dict[str, Any], *, task: Task, position: int, settings: StreamSettings,
-                   seconds: float, memory: Memory | None) -> dict[str, Any]:
+                   seconds: float, memory: Memory | None, tokens: dict[str, int] | None = None) -> dict[str, Any]:
     """The JSONL record of one finished episode."""
     result = (state.get("outcome") or {}).get("result", {})
     report = (state.get("outcome") or {}).get("memory", {})
@@ -110,6 +135,7 @@ def episode_record(state: dict[str, Any], *, task: Task, position: int, settings
                    "consolidation": report.get("consolidation")},
         "memory_after": memory.snapshot() if memory is not None else None,
         "seconds": seconds,
+        "tokens": tokens or {"input": 0, "output": 0},
     }
 
 
@@ -139,13 +165,14 @@ def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: St
                 on_record(done[episode_id])
             continue
         start = time.perf_counter()
+        usage = TokenUsage()
         state = run_episode(
             graph, task_id=task.id, level=task.level, context=context, backend=settings.backend,
-            model=settings.model, episode_id=episode_id,
+            model=settings.model, episode_id=episode_id, callbacks=[usage],
             on_state=(lambda s, t=task, p=position: on_state(t, p, s)) if on_state else None,
         )
         record = episode_record(state, task=task, position=position, settings=settings,
-                                seconds=time.perf_counter() - start, memory=memory())
+                                seconds=time.perf_counter() - start, memory=memory(), tokens=usage.totals())
         with records_path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(record, sort_keys=True) + "\n")
         records.append(record)
