@@ -90,3 +90,15 @@ def test_without_database_url_the_embedded_server_keeps_memory_across_runs(
     assert listed.returncode == 0
     assert [n["name"] for n in json.loads(listed.stdout)] == ["carried"]
     assert (tmp_path / "home" / "pgdata" / "PG_VERSION").exists()
+
+
+def test_seed_a_namespace_from_a_folder_of_markdown(database_url: str, namespace: str, tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# Team notes\n\n## Tiling\nUse 64x64 tiles for fp32 matmul.\n\n"
+                                       "## Tails\nHandle the remainder of every blocked loop.\n")
+    first = _run(database_url, "memory", "seed", str(tmp_path), "-n", namespace, "--json")
+    assert first.returncode == 0, first.stderr
+    assert len(json.loads(first.stdout)["seeded"]) == 2
+    again = _run(database_url, "memory", "seed", str(tmp_path), "-n", namespace, "--json")
+    assert json.loads(again.stdout)["seeded"] == []
+    empty = _run(database_url, "memory", "seed", str(tmp_path / "nothing"), "-n", namespace)
+    assert empty.returncode == 2 and "no Markdown" in empty.stderr

@@ -138,3 +138,25 @@ def import_(
         print_json(summary)
     else:
         console.print(f"imported {summary['items']} items and {summary['episodes']} episodes into {info.name!r}")
+
+
+@memory_app.command("seed")
+def seed(
+    folder: Path | None = typer.Argument(None, help="A folder of Markdown files (default: the backend's pack)."),
+    namespace: str = NamespaceOption,
+    backend: str = typer.Option("cpu", help="Whose built-in knowledge pack to use when no folder is given."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Store a knowledge pack (one item per `## ` section) in a namespace that has none yet."""
+    from kernelsage.knowledge import seed_knowledge
+    from kernelsage.memory_backend.embeddings import make_embeddings
+
+    with open_store() as store:
+        memory = store.open(namespace, embeddings=make_embeddings())
+        ids = seed_knowledge(memory, backend=backend, folder=folder)
+    if as_json:
+        print_json({"namespace": namespace, "seeded": ids})
+    elif ids:
+        console.print(f"seeded {len(ids)} knowledge items into {namespace!r}")
+    else:
+        console.print(f"{namespace!r} already holds knowledge items: nothing seeded")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from kernelsage.errors import ConfigurationError
@@ -62,6 +62,3 @@ class SageParams:
         if unknown:
             raise ConfigurationError(f"unknown SageParams field(s): {', '.join(unknown)}")
         return replace(self, **overrides)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)

@@ -8,7 +8,6 @@ from typing import Literal, NamedTuple
 Tier = Literal["hot", "cold"]
 Stage = Literal["draft", "refine"]
 Lifecycle = Literal["cold", "validated", "hot"]
-LIFECYCLE_STATES: tuple[Lifecycle, ...] = ("cold", "validated", "hot")
 
 
 class ItemStats(NamedTuple):
