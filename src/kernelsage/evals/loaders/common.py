@@ -7,6 +7,7 @@ import importlib.util
 import re
 import sys
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -32,6 +33,17 @@ class LoadReport:
 
     def get(self, task_id: str) -> Task | None:
         return next((task for task in self.tasks if task.id == task_id), None)
+
+
+def collect(sources: Iterable[Path], load_one: Callable[[Path], Task]) -> LoadReport:
+    """Load one task per source; a source that fails is reported and skipped, never fatal."""
+    report = LoadReport()
+    for source in sources:
+        try:
+            report.tasks.append(load_one(source))
+        except TaskLoadError as exc:
+            report.problems.append(LoadProblem(str(source), str(exc)))
+    return report
 
 
 def import_file(path: Path, extra_sys_path: Path | None = None) -> ModuleType:

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from kernelsage.errors import TaskLoadError
-from kernelsage.evals.loaders.common import LoadProblem, LoadReport, import_file, level_from_path
+from kernelsage.evals.loaders.common import LoadReport, collect, import_file, level_from_path
 from kernelsage.evals.loaders.module_task import module_instantiate
 from kernelsage.evals.tasks import Task, TaskOrigin, TestCase
 
@@ -52,10 +52,4 @@ def load_kernelbench_file(path: Path, root: Path) -> Task:
 
 
 def load_kernelbench_dir(root: Path) -> LoadReport:
-    report = LoadReport()
-    for path in kernelbench_files(root):
-        try:
-            report.tasks.append(load_kernelbench_file(path, root))
-        except TaskLoadError as exc:
-            report.problems.append(LoadProblem(str(path), str(exc)))
-    return report
+    return collect(kernelbench_files(root), lambda path: load_kernelbench_file(path, root))

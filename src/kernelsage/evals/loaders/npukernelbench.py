@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from kernelsage.errors import TaskLoadError
-from kernelsage.evals.loaders.common import LoadProblem, LoadReport, import_file, level_from_path
+from kernelsage.evals.loaders.common import LoadReport, collect, import_file, level_from_path
 from kernelsage.evals.loaders.module_task import module_instantiate
 from kernelsage.evals.loaders.npu_standin import torch_npu_standin
 from kernelsage.evals.tasks import Task, TaskOrigin, TestCase
@@ -115,10 +115,4 @@ def load_npu_task(folder: Path, root: Path) -> Task:
 
 
 def load_npu_dir(root: Path) -> LoadReport:
-    report = LoadReport()
-    for folder in task_folders(root):
-        try:
-            report.tasks.append(load_npu_task(folder, root))
-        except TaskLoadError as exc:
-            report.problems.append(LoadProblem(str(folder), str(exc)))
-    return report
+    return collect(task_folders(root), lambda folder: load_npu_task(folder, root))
