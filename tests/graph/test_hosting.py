@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import partial
 from typing import Any
-from uuid import UUID
 
 import httpx2
 import openai
@@ -123,7 +122,6 @@ def test_runs_are_named_and_carry_episode_metadata(store: MemoryStore, cpu_backe
     curator = next(r for r in runs if r.name == "curator")
     memory = curator.outputs["outcome"]["memory"]
     assert memory["credits"] and memory["adoption"]  # credits and adoption records are visible there
-    assert isinstance(root.id, UUID)
 
 
 def _rate_limited(messages):

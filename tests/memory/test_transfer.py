@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelsage.errors import NamespaceError, TransferFormatError
+from kernelsage.errors import NamespaceError, ReadOnlyMemoryError, TransferFormatError
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.store import MemoryStore
 from kernelsage.memory_backend.transfer import export_jsonl, import_jsonl
@@ -97,7 +97,7 @@ def test_a_frozen_copy_serves_retrieval_but_refuses_updates(store: MemoryStore, 
     import_jsonl(store, path, namespace + "-frozen")
     frozen = store.open(namespace + "-frozen", read_only=True)
     assert len(frozen.retrieve(unit_vectors(1)[0], k=3).cold) == 3
-    with pytest.raises(Exception, match="read-only"):
+    with pytest.raises(ReadOnlyMemoryError, match="read-only"):
         frozen.commit_episode(episode("e9", "relu", [ids[0]], []))
 
 

@@ -15,12 +15,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from kernelsage.errors import KernelsageError
+from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
 console = Console()
 err_console = Console(stderr=True)
 
 NamespaceOption = typer.Option(
-    os.environ.get("KERNELSAGE_NAMESPACE", "default"), "--namespace", "-n",
+    os.environ.get("KERNELSAGE_NAMESPACE", DEFAULT_NAMESPACE), "--namespace", "-n",
     help="Memory namespace (e.g. hardware/language/project). Env: KERNELSAGE_NAMESPACE.",
 )
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")

@@ -63,8 +63,8 @@ def check_embeddings() -> Check:
 
 
 def check_model() -> Check:
-    from kernelsage.graph.app import model_from_spec
     from kernelsage.models.factory import model_name
+    from kernelsage.models.spec import model_from_spec
 
     spec = os.environ.get("KERNELSAGE_MODEL")
     if not spec:

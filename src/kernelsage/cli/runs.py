@@ -9,6 +9,7 @@ import typer
 
 from kernelsage.cli.common import JsonOption, console, print_json
 from kernelsage.errors import ConfigurationError
+from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
 RunDirOption = typer.Option(None, "--run-dir", help="Where records and reports go (default: runs/<run id>).")
 
@@ -52,7 +53,7 @@ def run(
     limit: int | None = typer.Option(None, min=1, help="Only the first N tasks of the stream."),
     backend: str = typer.Option("cpu", help="Kernel backend."),
     budget: int = typer.Option(30, min=1, help="Candidates per episode (T)."),
-    namespace: str = typer.Option("cpu/cpp/default", "--namespace", "-n", help="Starting memory namespace."),
+    namespace: str = typer.Option(DEFAULT_NAMESPACE, "--namespace", "-n", help="Starting memory namespace."),
     run_id: str | None = typer.Option(None, help="Name of the run; the same id resumes an interrupted run."),
     run_dir: Path | None = RunDirOption,
     frozen_memory: Path | None = typer.Option(None, help="Transfer mode: an exported memory, read-only."),
@@ -78,7 +79,7 @@ def compare(
     limit: int | None = typer.Option(None, min=1),
     backend: str = typer.Option("cpu"),
     budget: int = typer.Option(30, min=1),
-    namespace: str = typer.Option("cpu/cpp/default", "--namespace", "-n",
+    namespace: str = typer.Option(DEFAULT_NAMESPACE, "--namespace", "-n",
                                   help="Starting memory: every policy starts from an identical copy."),
     run_id: str | None = typer.Option(None),
     run_dir: Path | None = RunDirOption,

@@ -15,10 +15,12 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelsage.errors import ConfigurationError
+from kernelsage.evals.loaders.common import LoadReport
 from kernelsage.evals.stream import StreamSettings, checkpointed, order_tasks, run_stream
 from kernelsage.evals.tasks import Task
 from kernelsage.graph.builder import build_graph
 from kernelsage.graph.context import Context
+from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 from kernelsage.memory_backend.policies import POLICIES
 from kernelsage.memory_backend.store import MemoryStore
 
@@ -29,7 +31,7 @@ class Experiment:
     run_dir: Path
     model: str  # "provider:model" or "replay:<cassette>"; a model object may be passed to run_experiment
     policies: list[str] = field(default_factory=lambda: ["sage"])
-    namespace: str = "cpu/cpp/default"  # the starting memory; each policy runs on its own copy
+    namespace: str = DEFAULT_NAMESPACE  # the starting memory; each policy runs on its own copy
     suite: str = "builtin"
     suite_format: str = "auto"
     order: str = "curriculum"
@@ -54,10 +56,8 @@ class Experiment:
         return self.run_dir / f"{policy}.jsonl"
 
 
-def stream_tasks(experiment: Experiment) -> list[Task]:
-    from kernelsage.evals.loaders import load_suite
-
-    report = load_suite(experiment.suite, experiment.suite_format)
+def stream_tasks(experiment: Experiment, report: LoadReport) -> list[Task]:
+    """The experiment's stream from a loaded suite; tasks that failed to load are reported, then skipped."""
     for problem in report.problems:
         Console(stderr=True).print(f"[yellow]skipped[/] {problem}", highlight=False)
     tasks = order_tasks(report.tasks, experiment.order, seed=experiment.seed)
@@ -92,14 +92,15 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
 
     `url` is the memory database (default: DATABASE_URL, else the embedded server)."""
     from kernelsage.evals.loaders import find_task, load_suite
-    from kernelsage.graph.app import model_from_spec
     from kernelsage.memory_backend.database import database_url
     from kernelsage.memory_backend.embeddings import make_embeddings
     from kernelsage.models.factory import model_name
+    from kernelsage.models.spec import model_from_spec
     from kernelsage.tools.backend import get_backend
 
     console = console or Console()
-    tasks = stream_tasks(experiment)
+    suite = load_suite(experiment.suite, experiment.suite_format)
+    tasks = stream_tasks(experiment, suite)
     if not tasks:
         raise ConfigurationError(f"the stream is empty: suite {experiment.suite!r}, order {experiment.order!r}")
     chat_model = model or model_from_spec(experiment.model)
@@ -108,7 +109,6 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
     results: dict[str, list[dict[str, Any]]] = {}
     with MemoryStore.connect(url) as store, get_backend(experiment.backend) as backend:
         prepare_memories(store, experiment, embeddings, backend.name)
-        suite = load_suite(experiment.suite, experiment.suite_format)
         builder = build_graph(models=chat_model, backend=backend, tasks=partial(find_task, suite),
                               memory_store=store, embeddings=embeddings, read_only=experiment.frozen_memory is not None)
         with checkpointed(builder, url) as graph, _progress(console) as progress:

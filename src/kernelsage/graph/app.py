@@ -10,25 +10,13 @@ from __future__ import annotations
 
 import os
 from functools import cache, partial
-from pathlib import Path
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from kernelsage.errors import ConfigurationError
 from kernelsage.graph.builder import build_graph
-
-
-def model_from_spec(spec: str) -> BaseChatModel:
-    """A chat model from "provider:model"; "replay:<path>" serves a recorded cassette (never implicitly)."""
-    if spec.startswith("replay:"):
-        from kernelsage.models.cassette import ReplayChatModel
-
-        return ReplayChatModel(path=Path(spec.removeprefix("replay:")))
-    from kernelsage.models.factory import make_chat_model
-
-    return make_chat_model(spec)
+from kernelsage.models.spec import model_from_spec
 
 
 @cache
@@ -41,7 +29,7 @@ def _compiled() -> CompiledStateGraph:
     spec = os.environ.get("KERNELSAGE_MODEL")
     if not spec:
         raise ConfigurationError("set KERNELSAGE_MODEL to a chat model, e.g. openai:gpt-4o-mini "
-                                 "(with OPENAI_API_KEY) or replay:<cassette.jsonl>")
+                                 "(with KERNELSAGE_MODEL_API_KEY) or replay:<cassette.jsonl>")
     suite = load_suite(os.environ.get("KERNELSAGE_SUITE", "builtin"))
     graph = build_graph(
         models=model_from_spec(spec),

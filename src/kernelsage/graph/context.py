@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
+
 
 def _env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
@@ -15,7 +17,7 @@ def _env_int(name: str, default: int) -> int:
 class Context:
     """Settings a host may change per run; defaults come from the environment."""
 
-    namespace: str = field(default_factory=lambda: os.environ.get("KERNELSAGE_NAMESPACE", "cpu/cpp/default"))
+    namespace: str = field(default_factory=lambda: os.environ.get("KERNELSAGE_NAMESPACE", DEFAULT_NAMESPACE))
     policy: str = field(default_factory=lambda: os.environ.get("KERNELSAGE_POLICY", "sage"))
     budget: int = field(default_factory=lambda: _env_int("KERNELSAGE_BUDGET", 30))  # T, candidates per episode
     early_stop_speedup: float | None = None  # stop refining once best beats the reference by this factor

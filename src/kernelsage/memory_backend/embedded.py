@@ -33,24 +33,26 @@ def embedded_database_url(data_dir: Path | None = None) -> str:
     with _lock:
         server = _servers.get(target)
         if server is None:
-            try:
-                with warnings.catch_warnings():  # pgserver warns when XDG_RUNTIME_DIR is unset; harmless
-                    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-                    import pgserver
-            except ImportError as exc:
-                raise DatabaseError(
-                    "DATABASE_URL is not set and the embedded PostgreSQL is not installed: "
-                    "pip install 'kernelsage[embedded]', or set DATABASE_URL to a PostgreSQL server with pgvector"
-                ) from exc
             target.mkdir(parents=True, exist_ok=True)
-            try:
-                with warnings.catch_warnings():  # pgserver warns when XDG_RUNTIME_DIR is unset; harmless
-                    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-                    server = pgserver.get_server(target, cleanup_mode="stop")
-            except Exception as exc:  # pgserver raises plain exceptions with the server log
-                raise DatabaseError(
-                    f"could not start the embedded PostgreSQL in {target}: {exc}. "
-                    "Remove that directory if it is corrupt, or set DATABASE_URL to another server"
-                ) from exc
+            with warnings.catch_warnings():  # pgserver warns when XDG_RUNTIME_DIR is unset; harmless
+                warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+                server = _start(target)
             _servers[target] = server
         return str(server.get_uri())
+
+
+def _start(target: Path) -> Any:
+    try:
+        import pgserver
+    except ImportError as exc:
+        raise DatabaseError(
+            "DATABASE_URL is not set and the embedded PostgreSQL is not installed: "
+            "pip install 'kernelsage[embedded]', or set DATABASE_URL to a PostgreSQL server with pgvector"
+        ) from exc
+    try:
+        return pgserver.get_server(target, cleanup_mode="stop")
+    except Exception as exc:  # pgserver raises plain exceptions with the server log
+        raise DatabaseError(
+            f"could not start the embedded PostgreSQL in {target}: {exc}. "
+            "Remove that directory if it is corrupt, or set DATABASE_URL to another server"
+        ) from exc

@@ -7,6 +7,9 @@ from typing import Any
 
 from kernelsage.errors import ConfigurationError
 
+# The namespace the CLI and the graph use unless told otherwise: backend / kernel language / project.
+DEFAULT_NAMESPACE = "cpu/cpp/default"
+
 
 @dataclass(frozen=True, kw_only=True)
 class SageParams:

@@ -115,7 +115,7 @@ def make_curator_node(resources: AgentResources) -> Callable[..., dict[str, Any]
         report: dict[str, Any] = {
             "updated": committed.applied, "policy": memory.policy.name, "terminal_score": committed.terminal_score,
             "credits": {str(i): c for i, c in committed.credits.items()}, "new_items": committed.new_item_ids,
-            "adoption": [a for a in state.get("adoption", [])],
+            "adoption": list(state.get("adoption", [])),
         }
         if runtime.context.consolidate and memory.policy.uses_hot_memory:
             result = memory.consolidate(abstract_rule=make_rule_abstractor(resources, state))
