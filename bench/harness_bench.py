@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from kernelsage.evals.loaders import find_task, load_suite
+from kernelsage.tasks.loaders import find_task, load_suite
 from kernelsage.tools.cpu.backend import CpuBackend
 from kernelsage.tools.results import Candidate
 

@@ -25,7 +25,7 @@ from kernelsage.memory_backend.database import open_pool
 from kernelsage.memory_backend.embedded import embedded_database_url
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
-from kernelsage.memory_backend.records import EpisodeRecord, Exposure
+from kernelsage.memory_backend.records import EpisodeTrace, Exposure
 from kernelsage.memory_backend.store import MemoryStore
 
 TARGETS = {
@@ -106,7 +106,7 @@ def bench_retrieval(memory, exact: list[set[int]], queries: np.ndarray) -> dict[
 def bench_commit(memory, ids: np.ndarray, rng: np.random.Generator, repeats: int = 200) -> float:
     def commit() -> None:
         shown = rng.choice(ids, size=10, replace=False).tolist()
-        memory.commit_episode(EpisodeRecord(
+        memory.commit_episode(EpisodeTrace(
             episode_id=uuid.uuid4().hex, operator=f"op{rng.integers(40)}", t_first=2.0, t_best=1.0,
             exposures=tuple(Exposure(item_id=i, round=1, tier="cold", adopted=n < 3, rationale="bench")
                             for n, i in enumerate(shown)),

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from kernelsage.evals.loaders import LoadReport, load_suite
 from kernelsage.memory_backend.database import open_pool
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.store import MemoryStore
+from kernelsage.tasks.loaders import LoadReport, load_suite
 from kernelsage.tools.backend import KernelBackend, get_backend
 from tests.graph.fakes import fake_embeddings
 

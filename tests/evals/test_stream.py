@@ -12,12 +12,12 @@ from tests.graph.scripts import SLOW, candidate
 
 from kernelsage.errors import ConfigurationError
 from kernelsage.evals.experiment import Experiment, prepare_memories
-from kernelsage.evals.loaders import find_task
 from kernelsage.evals.stream import StreamSettings, checkpointed, order_tasks, run_stream
 from kernelsage.graph import Context, build_graph
 from kernelsage.memory_backend.store import MemoryStore
 from kernelsage.memory_backend.transfer import export_jsonl
 from kernelsage.models.scripted import ScriptedChatModel
+from kernelsage.tasks.loaders import find_task
 
 
 def test_stream_orders(suite, tmp_path: Path) -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from kernelsage.evals.loaders import LoadReport, find_task
 from kernelsage.graph import AgentModels, Context, build_graph
 from kernelsage.graph.runner import run_episode
 from kernelsage.memory_backend.store import MemoryStore
 from kernelsage.models.scripted import ScriptedChatModel
+from kernelsage.tasks.loaders import LoadReport, find_task
 from kernelsage.tools.backend import KernelBackend
 from tests.graph.fakes import fake_embeddings
 

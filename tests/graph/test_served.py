@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from kernelsage.evals.loaders import find_task
 from kernelsage.graph import Context, build_graph
 from kernelsage.graph.runner import run_episode
 from kernelsage.memory_backend.store import MemoryStore
 from kernelsage.models.cassette import RecordingChatModel
 from kernelsage.models.scripted import ScriptedChatModel
+from kernelsage.tasks.loaders import find_task
 from tests.graph.fakes import fake_embeddings
 from tests.graph.scripts import SLOW, candidate
 

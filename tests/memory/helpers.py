@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kernelsage.memory_backend.items import NewItem
-from kernelsage.memory_backend.records import EpisodeRecord, Exposure
+from kernelsage.memory_backend.records import EpisodeTrace, Exposure
 from kernelsage.memory_backend.store import Memory
 
 
@@ -27,9 +27,9 @@ def seed_items(memory: Memory, vectors: np.ndarray, operator: str = "relu") -> l
 
 
 def episode(episode_id: str, operator: str, shown: Sequence[int], adopted: Sequence[int], *,
-            t_first: float | None = 2.0, t_best: float | None = 1.0, hot: Sequence[int] = ()) -> EpisodeRecord:
+            t_first: float | None = 2.0, t_best: float | None = 1.0, hot: Sequence[int] = ()) -> EpisodeTrace:
     """An episode in which `shown` were shown in round 1 and `adopted` of them adopted."""
-    return EpisodeRecord(
+    return EpisodeTrace(
         episode_id=episode_id, operator=operator, t_first=t_first, t_best=t_best,
         exposures=tuple(
             Exposure(item_id=i, round=1, tier="hot" if i in hot else "cold", adopted=i in adopted,

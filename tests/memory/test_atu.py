@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kernelsage.errors import EpisodeError
 from kernelsage.memory_backend import atu
 from kernelsage.memory_backend.params import SageParams
-from kernelsage.memory_backend.records import Candidate, Exposure
+from kernelsage.memory_backend.records import Exposure, PoolEntry
 
 PARAMS = SageParams()
 latency = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False)
@@ -114,9 +114,9 @@ def test_first_updates_are_the_mean_of_the_credits(credits: list[float]) -> None
 
 def test_rerank_lets_utility_reorder_close_items_but_not_large_gaps() -> None:
     pool = [
-        Candidate(item_id=1, relevance=0.80, utility=-0.2),
-        Candidate(item_id=2, relevance=0.78, utility=0.5),
-        Candidate(item_id=3, relevance=0.40, utility=0.9),
+        PoolEntry(item_id=1, relevance=0.80, utility=-0.2),
+        PoolEntry(item_id=2, relevance=0.78, utility=0.5),
+        PoolEntry(item_id=3, relevance=0.40, utility=0.9),
     ]
     ranked = atu.rerank(pool, PARAMS, k=3)
     assert [c.item_id for c in ranked] == [2, 1, 3]

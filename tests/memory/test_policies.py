@@ -10,12 +10,12 @@ from kernelsage.errors import ConfigurationError
 from kernelsage.memory_backend import value
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.policies import POLICIES, get_policy
-from kernelsage.memory_backend.records import Candidate, EpisodeRecord, Exposure, ItemStats, RoundOutcome
+from kernelsage.memory_backend.records import EpisodeTrace, Exposure, ItemStats, PoolEntry, RoundOutcome
 
 PARAMS = SageParams()
 
 
-def _episode(**overrides) -> EpisodeRecord:
+def _episode(**overrides) -> EpisodeTrace:
     base = dict(
         episode_id="ep-1", operator="relu", t_first=2.0, t_best=0.5,
         exposures=(
@@ -29,7 +29,7 @@ def _episode(**overrides) -> EpisodeRecord:
             RoundOutcome(round=2, stage="refine", compiled=True, correct=True, latency=0.5),
         ),
     )
-    return EpisodeRecord(**{**base, **overrides})
+    return EpisodeTrace(**{**base, **overrides})
 
 
 def _stats() -> dict[int, ItemStats]:
@@ -108,14 +108,14 @@ def test_refine_reward_is_bounded_and_punishes_infeasible_rounds() -> None:
 
 
 def test_value_selection_prefers_high_q_within_the_similarity_shortlist() -> None:
-    pool = [Candidate(item_id=i, relevance=1 - i / 100, q_draft=i / 10) for i in range(1, 11)]
+    pool = [PoolEntry(item_id=i, relevance=1 - i / 100, q_draft=i / 10) for i in range(1, 11)]
     greedy = SageParams(value_epsilon=0.0, value_lambda=2)
     chosen = value.select_by_value(pool, 2, "draft", greedy, random.Random(0))
     assert [c.item_id for c in chosen] == [4, 3]  # best Q among the 4 most similar
 
 
 def test_ranking_by_relevance_ignores_utility() -> None:
-    pool = [Candidate(item_id=1, relevance=0.5, utility=0.9), Candidate(item_id=2, relevance=0.6, utility=-0.2)]
+    pool = [PoolEntry(item_id=1, relevance=0.5, utility=0.9), PoolEntry(item_id=2, relevance=0.6, utility=-0.2)]
     ranked = get_policy("static").rank(pool, k=2, stage="draft", params=PARAMS, rng=random.Random(0))
     assert [c.item_id for c in ranked] == [2, 1]
     assert get_policy("none").rank(pool, k=2, stage="draft", params=PARAMS, rng=random.Random(0)) == []

@@ -10,7 +10,7 @@ import pytest
 from kernelsage.errors import EmbeddingDimensionError, EpisodeError, NamespaceError, ReadOnlyMemoryError
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
-from kernelsage.memory_backend.records import EpisodeRecord, Exposure, ItemStats, RoundOutcome
+from kernelsage.memory_backend.records import EpisodeTrace, Exposure, ItemStats, RoundOutcome
 from kernelsage.memory_backend.store import MemoryStore
 from tests.memory.helpers import episode, seed_items, unit_vectors
 
@@ -90,7 +90,7 @@ def test_commit_applies_the_formulas_and_is_idempotent(store: MemoryStore, names
 def test_an_unresolved_episode_writes_nothing(store: MemoryStore, namespace: str) -> None:
     memory = store.open(namespace, embedding_dim=16)
     ids = seed_items(memory, unit_vectors(2))
-    unresolved = EpisodeRecord(episode_id="e1", operator="relu", exposures=(
+    unresolved = EpisodeTrace(episode_id="e1", operator="relu", exposures=(
         Exposure(item_id=ids[0], round=1, tier="cold", adopted=True),
         Exposure(item_id=ids[1], round=1, tier="cold", adopted=None),
     ))
@@ -174,7 +174,7 @@ def test_a_stored_episode_replays_to_the_credits_it_applied(store: MemoryStore, 
     memory = store.open(namespace, embedding_dim=16)
     ids = seed_items(memory, unit_vectors(4))
     memory.commit_episode(episode("e1", "relu", ids[:3], ids[:1], t_first=3.0, t_best=1.0))
-    recorded = EpisodeRecord(
+    recorded = EpisodeTrace(
         episode_id="e2", operator="gelu", level=2, t_first=5.0, t_best=2.0, hot_version_seen=0,
         exposures=(Exposure(item_id=ids[0], round=1, tier="cold", relevance=0.8, score=0.9, adopted=False,
                             rationale="tried, did not help"),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelsage.evals.loaders import LoadReport, find_task, load_suite
-from kernelsage.evals.tasks import Task
+from kernelsage.tasks.loaders import LoadReport, find_task, load_suite
+from kernelsage.tasks.model import Task
 from kernelsage.tools.cpu.backend import CpuBackend
 from kernelsage.tools.results import Candidate
 from kernelsage.tools.sandbox import Limits

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelsage.evals.tasks import Tolerance
+from kernelsage.tasks.model import Tolerance
 from kernelsage.tools.compare import classify, compare_output, poison, poisoned_mask
 from kernelsage.tools.results import Status
 

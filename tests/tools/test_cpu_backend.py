@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelsage.evals.loaders import find_task
+from kernelsage.tasks.loaders import find_task
 from kernelsage.tools.results import Candidate, Status
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "kernelsage" / "tools" / "cpu" / "examples"

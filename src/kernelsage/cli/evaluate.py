@@ -38,11 +38,11 @@ def evaluate(
     as_json: bool = JsonOption,
 ) -> None:
     """Compile, verify and profile every kernel; print the metrics (ER, CR, speedups, fast_p)."""
-    from kernelsage.evals.loaders import find_task, load_suite
     from kernelsage.evals.metrics import summarize
     from kernelsage.evals.records import EpisodeRecord
+    from kernelsage.tasks.loaders import find_task, load_suite
     from kernelsage.tools.backend import get_backend
-    from kernelsage.tools.evaluation import evaluate_candidate
+    from kernelsage.tools.evaluator import evaluate_candidate
 
     report = load_suite(suite, suite_format)
     records: list[dict[str, Any]] = []

@@ -26,7 +26,7 @@ def list_tasks(
     as_json: bool = JsonOption,
 ) -> None:
     """List the tasks of a suite (task files that fail to load are reported and skipped)."""
-    from kernelsage.evals.loaders import load_suite
+    from kernelsage.tasks.loaders import load_suite
 
     report = load_suite(suite, format)
     tasks = [task for task in report.tasks if level is None or task.level == level]
@@ -55,7 +55,7 @@ def check(
     as_json: bool = JsonOption,
 ) -> None:
     """Compile, verify and (when correct) profile one candidate; exit code 0 only when it is correct."""
-    from kernelsage.evals.loaders import find_task, load_suite
+    from kernelsage.tasks.loaders import find_task, load_suite
     from kernelsage.tools import Candidate, get_backend
 
     if not source.is_file():

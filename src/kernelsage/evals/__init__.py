@@ -1,1 +1,1 @@
-"""Evaluation: the task model, loaders for task suites, and the built-in suite."""
+"""Evaluation on top of the agent: task streams, experiments, episode records, metrics and reports."""

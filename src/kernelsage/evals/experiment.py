@@ -15,14 +15,14 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelsage.errors import ConfigurationError
-from kernelsage.evals.loaders.common import LoadReport
 from kernelsage.evals.stream import StreamSettings, checkpointed, order_tasks, run_stream
-from kernelsage.evals.tasks import Task
 from kernelsage.graph.builder import build_graph
 from kernelsage.graph.context import Context
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 from kernelsage.memory_backend.policies import POLICIES
 from kernelsage.memory_backend.store import MemoryStore
+from kernelsage.tasks.loaders.common import LoadReport
+from kernelsage.tasks.model import Task
 
 
 @dataclass(kw_only=True)
@@ -91,11 +91,11 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
     """Run the stream once per policy; returns the records by policy (resuming finished work).
 
     `url` is the memory database (default: DATABASE_URL, else the embedded server)."""
-    from kernelsage.evals.loaders import find_task, load_suite
     from kernelsage.memory_backend.database import database_url
     from kernelsage.memory_backend.embeddings import make_embeddings
     from kernelsage.models.factory import model_name
     from kernelsage.models.spec import model_from_spec
+    from kernelsage.tasks.loaders import find_task, load_suite
     from kernelsage.tools.backend import get_backend
 
     console = console or Console()

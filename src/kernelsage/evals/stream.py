@@ -21,9 +21,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from kernelsage.errors import ConfigurationError
-from kernelsage.evals.tasks import Task
 from kernelsage.graph.context import Context
 from kernelsage.graph.runner import run_episode
+from kernelsage.tasks.model import Task
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph

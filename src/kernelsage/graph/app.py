@@ -21,9 +21,9 @@ from kernelsage.models.spec import model_from_spec
 
 @cache
 def _compiled() -> CompiledStateGraph:
-    from kernelsage.evals.loaders import find_task, load_suite
     from kernelsage.memory_backend.embeddings import make_embeddings
     from kernelsage.memory_backend.store import MemoryStore
+    from kernelsage.tasks.loaders import find_task, load_suite
     from kernelsage.tools.backend import get_backend
 
     spec = os.environ.get("KERNELSAGE_MODEL")

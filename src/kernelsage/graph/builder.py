@@ -13,21 +13,21 @@ from langgraph.graph import END, START, StateGraph
 
 from kernelsage.graph import routing
 from kernelsage.graph.context import Context
+from kernelsage.graph.nodes.adoption_gate import make_adoption_gate_node
+from kernelsage.graph.nodes.curator import make_curator_node
+from kernelsage.graph.nodes.diagnostician import make_diagnostician_node
+from kernelsage.graph.nodes.evaluate import make_evaluate_node
+from kernelsage.graph.nodes.finish import finish
+from kernelsage.graph.nodes.generator import make_generator_node
+from kernelsage.graph.nodes.optimizer import make_optimizer_node
+from kernelsage.graph.nodes.retrieve import make_retrieve_node
+from kernelsage.graph.nodes.start import make_start_node
 from kernelsage.graph.resources import AgentModels, AgentResources
 from kernelsage.graph.state import EpisodeState
 from kernelsage.memory_backend.store import MemoryStore
-from kernelsage.nodes.adoption_gate import make_adoption_gate_node
-from kernelsage.nodes.curator import make_curator_node
-from kernelsage.nodes.diagnostician import make_diagnostician_node
-from kernelsage.nodes.evaluate import make_evaluate_node
-from kernelsage.nodes.finish import finish
-from kernelsage.nodes.generator import make_generator_node
-from kernelsage.nodes.optimizer import make_optimizer_node
-from kernelsage.nodes.retrieve import make_retrieve_node
-from kernelsage.nodes.start import make_start_node
 
 if TYPE_CHECKING:
-    from kernelsage.evals.tasks import Task
+    from kernelsage.tasks.model import Task
     from kernelsage.tools.backend import KernelBackend
 
 
@@ -52,7 +52,7 @@ def build_graph(
 
     @cache
     def interface(task_id: str) -> str:
-        from kernelsage.evals.tasks import describe_interface
+        from kernelsage.tasks.model import describe_interface
 
         return describe_interface(tasks(task_id))
 

@@ -14,7 +14,7 @@ from kernelsage.graph.context import Context
 from kernelsage.memory_backend.store import Memory, MemoryStore
 
 if TYPE_CHECKING:
-    from kernelsage.evals.tasks import Task
+    from kernelsage.tasks.model import Task
     from kernelsage.tools.backend import KernelBackend
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from kernelsage.errors import EpisodeError
 from kernelsage.memory_backend.params import SageParams
-from kernelsage.memory_backend.records import Candidate, Exposure
+from kernelsage.memory_backend.records import Exposure, PoolEntry
 
 
 def terminal_score(*, t_first: float | None, t_best: float | None, params: SageParams) -> float:
@@ -74,7 +74,7 @@ def utility_score(relevance: float, utility: float, params: SageParams) -> float
     return relevance + params.gamma * utility
 
 
-def rerank(pool: Sequence[Candidate], params: SageParams, k: int) -> list[Candidate]:
+def rerank(pool: Sequence[PoolEntry], params: SageParams, k: int) -> list[PoolEntry]:
     """Reorder a relevance pool by relevance + gamma * u and keep the top k.
 
     Ties fall back to relevance, then to the item id, so the order is deterministic.

@@ -14,7 +14,7 @@ from typing import Literal
 from kernelsage.errors import ConfigurationError
 from kernelsage.memory_backend import atu, ugc, value
 from kernelsage.memory_backend.params import SageParams
-from kernelsage.memory_backend.records import Candidate, EpisodeRecord, ItemStats, Stage
+from kernelsage.memory_backend.records import EpisodeTrace, ItemStats, PoolEntry, Stage
 
 CreditRule = Callable[[Sequence[int], set[int], float, SageParams], dict[int, float]]
 Ranking = Literal["none", "relevance", "utility", "value"]
@@ -53,8 +53,8 @@ class MemoryPolicy:
         return self.consolidation != "none"
 
     def rank(
-        self, pool: Sequence[Candidate], *, k: int, stage: Stage, params: SageParams, rng: random.Random
-    ) -> list[Candidate]:
+        self, pool: Sequence[PoolEntry], *, k: int, stage: Stage, params: SageParams, rng: random.Random
+    ) -> list[PoolEntry]:
         """Order a relevance pool (already the nearest items) and keep k of them."""
         if self.ranking == "none":
             return []
@@ -66,7 +66,7 @@ class MemoryPolicy:
         return [replace(c, score=c.relevance) for c in ordered]
 
     def apply_episode(
-        self, episode: EpisodeRecord, stats: dict[int, ItemStats], params: SageParams
+        self, episode: EpisodeTrace, stats: dict[int, ItemStats], params: SageParams
     ) -> EpisodeUpdate:
         """Credit a finished episode: pure, so any stored episode can be replayed and audited."""
         shown, adopted = atu.adoption_sets(episode.exposures)
@@ -89,7 +89,7 @@ class MemoryPolicy:
         return EpisodeUpdate(terminal_score=z, credits=credits, stats=counted)
 
 
-def _count_exposure(stats: ItemStats, episode: EpisodeRecord, adopted: bool, params: SageParams) -> ItemStats:
+def _count_exposure(stats: ItemStats, episode: EpisodeTrace, adopted: bool, params: SageParams) -> ItemStats:
     tiers = {e.tier for e in episode.exposures if e.item_id == stats.item_id}
     return stats._replace(
         n_ret=stats.n_ret + 1,
@@ -101,7 +101,7 @@ def _count_exposure(stats: ItemStats, episode: EpisodeRecord, adopted: bool, par
 
 
 def _learn_values(
-    episode: EpisodeRecord, stats: dict[int, ItemStats], params: SageParams
+    episode: EpisodeTrace, stats: dict[int, ItemStats], params: SageParams
 ) -> tuple[dict[int, float], dict[int, ItemStats]]:
     """Stage-specific value updates, one per exposure, in round order; credit = mean reward."""
     rewards: dict[int, float] = {}

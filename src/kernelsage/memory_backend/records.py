@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from pydantic import BaseModel, ConfigDict
+
 Tier = Literal["hot", "cold"]
 Stage = Literal["draft", "refine"]
 Lifecycle = Literal["cold", "validated", "hot"]
@@ -30,9 +32,14 @@ class ItemStats(NamedTuple):
     q_refine: float = 0.0  # value-memory baseline, refining stage
 
 
-@dataclass(frozen=True, kw_only=True)
-class Exposure:
-    """One item shown to the model in one round, with the model's declared adoption."""
+class Exposure(BaseModel):
+    """One item shown to the model in one round, with the model's declared adoption.
+
+    The one record of this concept: the graph keeps it in its state (as JSON), the memory credits it,
+    the stream writes it to the episode's JSONL record.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     item_id: int
     round: int
@@ -56,7 +63,7 @@ class RoundOutcome:
 
 
 @dataclass(frozen=True, kw_only=True)
-class EpisodeRecord:
+class EpisodeTrace:
     """Everything the memory needs to credit one finished episode."""
 
     episode_id: str
@@ -76,7 +83,7 @@ class EpisodeRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Candidate:
+class PoolEntry:
     """A retrieval candidate: relevance from the vector search plus the statistics used to rerank."""
 
     item_id: int

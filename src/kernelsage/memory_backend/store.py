@@ -41,10 +41,10 @@ from kernelsage.memory_backend.items import (
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.policies import MemoryPolicy, get_policy
 from kernelsage.memory_backend.records import (
-    Candidate,
-    EpisodeRecord,
+    EpisodeTrace,
     Exposure,
     ItemStats,
+    PoolEntry,
     RoundOutcome,
     Stage,
 )
@@ -527,7 +527,7 @@ class Memory:
             pool = self._relevance_pool(conn, query, max(self.params.pool_size, k)) if self.policy.retrieves else []
         by_id = {item.id: item for item, _ in pool}
         candidates = [
-            Candidate(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft,
+            PoolEntry(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft,
                       q_refine=item.q_refine)
             for item, rel in pool
         ]
@@ -543,7 +543,7 @@ class Memory:
 
     # -- the episode commit ---------------------------------------------------------------------
 
-    def commit_episode(self, episode: EpisodeRecord, new_items: Sequence[NewItem] = ()) -> CommitResult:
+    def commit_episode(self, episode: EpisodeTrace, new_items: Sequence[NewItem] = ()) -> CommitResult:
         """Record an episode, apply its credit and store the experiences it produced, in one
         transaction; idempotent per episode id (a repeat changes nothing and says so)."""
         self._writable("commit an episode")
@@ -589,7 +589,7 @@ class Memory:
         return CommitResult(episode_id=episode.episode_id, applied=True,
                             terminal_score=update.terminal_score, credits=update.credits, new_item_ids=new_ids)
 
-    def _insert_episode(self, conn: psycopg.Connection, episode: EpisodeRecord, seq: int, z: float) -> None:
+    def _insert_episode(self, conn: psycopg.Connection, episode: EpisodeTrace, seq: int, z: float) -> None:
         conn.execute(
             "INSERT INTO ks_episodes (namespace_id, episode_id, seq, policy, operator, level, t_first, t_best, "
             "terminal_score, hot_version_seen, rounds, metadata) "
@@ -640,7 +640,7 @@ class Memory:
             ).fetchall()
         return {r["item_id"]: (r["credit"], r["utility_before"], r["utility_after"]) for r in rows}
 
-    def load_episode(self, episode_id: str) -> EpisodeRecord:
+    def load_episode(self, episode_id: str) -> EpisodeTrace:
         """A committed episode as it was recorded, so its credit can be recomputed and audited."""
         with self.store._transaction() as conn:
             row = conn.execute(
@@ -653,7 +653,7 @@ class Memory:
                 "SELECT item_id, round, tier, stage, relevance, score, adopted, rationale FROM ks_exposures "
                 "WHERE namespace_id = %s AND episode_id = %s ORDER BY round, item_id", (self.info.id, episode_id),
             ).fetchall()
-        return EpisodeRecord(
+        return EpisodeTrace(
             **{**row, "rounds": tuple(RoundOutcome(**r) for r in row["rounds"])},
             exposures=tuple(Exposure(**e) for e in exposures),
         )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kernelsage.memory_backend.params import SageParams
-from kernelsage.memory_backend.records import Candidate, Stage
+from kernelsage.memory_backend.records import PoolEntry, Stage
 
 
 def draft_reward(feasible: bool) -> float:
@@ -35,11 +35,11 @@ def update_value(q: float, reward: float, params: SageParams) -> float:
 
 
 def select_by_value(
-    pool: Sequence[Candidate], n: int, stage: Stage, params: SageParams, rng: random.Random
-) -> list[Candidate]:
+    pool: Sequence[PoolEntry], n: int, stage: Stage, params: SageParams, rng: random.Random
+) -> list[PoolEntry]:
     """Take the top lambda*N by similarity, then N of those by Q with epsilon-greedy exploration."""
     shortlist = sorted(pool, key=lambda c: (-c.relevance, c.item_id))[: params.value_lambda * n]
-    chosen: list[Candidate] = []
+    chosen: list[PoolEntry] = []
     while shortlist and len(chosen) < n:
         if rng.random() < params.value_epsilon:
             pick = rng.randrange(len(shortlist))

@@ -12,7 +12,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from kernelsage.evals.tasks import Task
+from kernelsage.tasks.model import Task
 from kernelsage.tools.backend import KernelBackend
 from kernelsage.tools.diagnostics import describe_mismatches, summarize_compiler_errors
 from kernelsage.tools.results import Candidate, CompileResult, ProfileResult, VerifyResult

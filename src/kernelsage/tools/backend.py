@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from kernelsage.errors import BackendError
-from kernelsage.evals.tasks import Task
+from kernelsage.tasks.model import Task
 from kernelsage.tools.results import Artifact, Candidate, CompileResult, ProfileResult, VerifyResult
 
 

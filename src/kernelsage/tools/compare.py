@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernelsage.evals.tasks import Tolerance
+from kernelsage.tasks.model import Tolerance
 from kernelsage.tools.results import Mismatch, Status
 
 MAX_REPORTED_MISMATCHES = 8

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelsage.errors import BackendError
-from kernelsage.evals.tasks import Task
+from kernelsage.tasks.model import Task
 from kernelsage.tools.cpu import build
 from kernelsage.tools.cpu.abi import HEADER
 from kernelsage.tools.diagnostics import parse_compiler_output
@@ -162,7 +162,7 @@ class CpuBackend:
             raise BackendError(f"artifact {artifact.path} is missing; compile the candidate again")
         if task.origin is None:
             raise BackendError(f"task {task.id!r} was not loaded from a suite; load it with "
-                               "kernelsage.evals.loaders.load_suite so the sandbox can load it too")
+                               "kernelsage.tasks.loaders.load_suite so the sandbox can load it too")
         return {"library": artifact.path, "threads": self.threads,
                 "task": {"id": task.id, "origin": dataclasses.asdict(task.origin)}}
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from kernelsage.evals.loaders import load_task
-from kernelsage.evals.tasks import Task, TaskOrigin
+from kernelsage.tasks.loaders import load_task
+from kernelsage.tasks.model import Task, TaskOrigin
 from kernelsage.tools.compare import classify, compare_output, matches, poison
 from kernelsage.tools.cpu.abi import KernelCall, load_entry_point
 from kernelsage.tools.results import CaseResult, Status

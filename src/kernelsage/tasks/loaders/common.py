@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from kernelsage.errors import TaskLoadError
-from kernelsage.evals.tasks import Task
+from kernelsage.tasks.model import Task
 
 
 @dataclass(frozen=True)

@@ -11,20 +11,20 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from kernelsage.graph.context import Context
+from kernelsage.graph.nodes.common import call_model, render, run_config, text_of
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import Attempt, EpisodeState
 from kernelsage.memory_backend.items import MemoryItem, NewItem
-from kernelsage.memory_backend.records import EpisodeRecord, Exposure, RoundOutcome
+from kernelsage.memory_backend.records import EpisodeTrace, Exposure, RoundOutcome
 from kernelsage.models.factory import model_name
-from kernelsage.nodes.common import call_model, render, run_config, text_of
 
 MAX_DIFF_LINES = 40
 
 
-def episode_record(state: EpisodeState, policy: str, model: str) -> EpisodeRecord:
+def episode_record(state: EpisodeState, policy: str, model: str) -> EpisodeTrace:
     """The memory's view of the episode: every adoption record and every round's outcome."""
     first, best = state.get("first_correct"), state.get("best")
-    return EpisodeRecord(
+    return EpisodeTrace(
         episode_id=str(state["episode_id"]), operator=state.get("operator", state["task_id"]),
         level=state.get("level"), policy=policy,
         t_first=first["latency"] if first else None, t_best=best["latency"] if best else None,

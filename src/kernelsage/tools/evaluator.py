@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelsage.evals.tasks import Task
+from kernelsage.tasks.model import Task
 from kernelsage.tools.backend import KernelBackend
 from kernelsage.tools.results import Candidate, VerifyResult
 

@@ -11,11 +11,11 @@ from langgraph.runtime import Runtime
 
 from kernelsage.errors import ParseError
 from kernelsage.graph.context import Context
+from kernelsage.graph.nodes.common import call_model, run_config, text_of
+from kernelsage.graph.nodes.common import render as render_prompt
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import Attempt, EpisodeState
 from kernelsage.models.factory import model_name
-from kernelsage.nodes.common import call_model, run_config, text_of
-from kernelsage.nodes.common import render as render_prompt
 from kernelsage.parsing import ANSWER_FORMAT, format_parse_feedback, parse_answer
 
 

@@ -7,8 +7,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from kernelsage.evals.generators import randint, randn
-from kernelsage.evals.tasks import Tolerance, case, define_task
+from kernelsage.tasks.generators import randint, randn
+from kernelsage.tasks.model import Tolerance, case, define_task
 
 MATMUL_CASES = [case("square", m=64, k=64, n=64), case("odd", m=33, k=127, n=65), case("thin", m=1, k=300, n=17)]
 PERF_MATMUL = case("perf", m=512, k=512, n=512)

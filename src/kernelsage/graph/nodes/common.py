@@ -20,7 +20,7 @@ HISTORY_ATTEMPTS = 3  # the prompt shows only the last few attempts: the history
 
 @cache
 def prompt_template(name: str) -> str:
-    return resources.files("kernelsage.nodes").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+    return resources.files("kernelsage.graph.nodes").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
 
 
 def render(name: str, **values: Any) -> str:

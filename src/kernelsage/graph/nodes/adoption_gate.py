@@ -14,11 +14,11 @@ from langgraph.runtime import Runtime
 
 from kernelsage.errors import ParseError
 from kernelsage.graph.context import Context
+from kernelsage.graph.nodes.common import call_model, render, render_memory, run_config, text_of
+from kernelsage.graph.nodes.writer import failed_round, system_message
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import AdoptionEntry, EpisodeState
 from kernelsage.models.factory import model_name
-from kernelsage.nodes.common import call_model, render, render_memory, run_config, text_of
-from kernelsage.nodes.writer import failed_round, system_message
 from kernelsage.parsing import parse_adoption_only
 
 

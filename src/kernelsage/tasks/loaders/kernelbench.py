@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 
 from kernelsage.errors import TaskLoadError
-from kernelsage.evals.loaders.common import LoadReport, collect, import_file, level_from_path
-from kernelsage.evals.loaders.module_task import module_instantiate
-from kernelsage.evals.tasks import Task, TaskOrigin, TestCase
+from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path
+from kernelsage.tasks.loaders.module_task import module_instantiate
+from kernelsage.tasks.model import Task, TaskOrigin, TestCase
 
 
 def kernelbench_files(root: Path) -> list[Path]:

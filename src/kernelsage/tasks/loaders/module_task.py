@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernelsage.evals.tasks import CaseInstance, Scalar, TestCase, as_outputs
+from kernelsage.tasks.model import CaseInstance, Scalar, TestCase, as_outputs
 
 
 def _parameter_names(function: Callable[..., Any], count: int) -> list[str]:

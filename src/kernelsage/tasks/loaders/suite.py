@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from kernelsage.errors import TaskLoadError
-from kernelsage.evals.loaders.common import LoadProblem, LoadReport, import_file
-from kernelsage.evals.tasks import Task, TaskOrigin
+from kernelsage.tasks.loaders.common import LoadProblem, LoadReport, import_file
+from kernelsage.tasks.model import Task, TaskOrigin
 
 
 def suite_files(root: Path) -> list[Path]:

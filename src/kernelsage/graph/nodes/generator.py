@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kernelsage.graph.nodes.common import render, render_history, render_memory
+from kernelsage.graph.nodes.writer import candidate_files, make_writer_node
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState
-from kernelsage.nodes.common import render, render_history, render_memory
-from kernelsage.nodes.writer import candidate_files, make_writer_node
 
 
 def generator_prompt(state: EpisodeState, resources: AgentResources, interface: str) -> str:

@@ -10,11 +10,11 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from kernelsage.graph.context import Context
+from kernelsage.graph.nodes.common import call_model, render, run_config, summarise_attempt, text_of
+from kernelsage.graph.nodes.writer import system_message
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import Attempt, EpisodeState
 from kernelsage.models.factory import model_name
-from kernelsage.nodes.common import call_model, render, run_config, summarise_attempt, text_of
-from kernelsage.nodes.writer import system_message
 
 MAX_TOOL_ROUNDS = 4  # tool calls before the model must answer
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelsage.errors import TaskLoadError, UnknownTaskError
-from kernelsage.evals.loaders.common import LoadProblem, LoadReport
-from kernelsage.evals.loaders.kernelbench import load_kernelbench_dir, load_kernelbench_file
-from kernelsage.evals.loaders.npukernelbench import load_npu_dir, load_npu_task
-from kernelsage.evals.loaders.suite import load_suite_dir, load_suite_file
-from kernelsage.evals.suites import BUILTIN_SUITE
-from kernelsage.evals.tasks import Task, TaskOrigin
+from kernelsage.tasks.loaders.common import LoadProblem, LoadReport
+from kernelsage.tasks.loaders.kernelbench import load_kernelbench_dir, load_kernelbench_file
+from kernelsage.tasks.loaders.npukernelbench import load_npu_dir, load_npu_task
+from kernelsage.tasks.loaders.suite import load_suite_dir, load_suite_file
+from kernelsage.tasks.model import Task, TaskOrigin
+from kernelsage.tasks.suites import BUILTIN_SUITE
 
 FORMATS = ("auto", "suite", "kernelbench", "npukernelbench")
 

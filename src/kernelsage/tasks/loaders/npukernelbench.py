@@ -19,10 +19,10 @@ from typing import Any
 import torch
 
 from kernelsage.errors import TaskLoadError
-from kernelsage.evals.loaders.common import LoadReport, collect, import_file, level_from_path
-from kernelsage.evals.loaders.module_task import module_instantiate
-from kernelsage.evals.loaders.npu_standin import torch_npu_standin
-from kernelsage.evals.tasks import Task, TaskOrigin, TestCase
+from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path
+from kernelsage.tasks.loaders.module_task import module_instantiate
+from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
+from kernelsage.tasks.model import Task, TaskOrigin, TestCase
 
 DEVICE = "cpu"
 

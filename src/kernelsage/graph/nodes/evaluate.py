@@ -8,10 +8,10 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kernelsage.graph.context import Context
+from kernelsage.graph.nodes.common import candidate_hash
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import Attempt, EpisodeState
-from kernelsage.nodes.common import candidate_hash
-from kernelsage.tools.evaluation import evaluate_candidate
+from kernelsage.tools.evaluator import evaluate_candidate
 
 
 def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any]]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from kernelsage.evals.generators import randn, uniform
-from kernelsage.evals.tasks import case, define_task
+from kernelsage.tasks.generators import randn, uniform
+from kernelsage.tasks.model import case, define_task
 
 ROWS_2D = [case("vec", shape=(1000,)), case("odd2d", shape=(37, 129)), case("3d", shape=(4, 16, 65))]
 ROWS_2D_FP16 = [*ROWS_2D, case("half", dtype="float16", shape=(33, 70))]

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from kernelsage.errors import TaskLoadError, UnknownTaskError
-from kernelsage.evals.loaders import detect_format, find_task, load_suite, load_task
-from kernelsage.evals.tasks import describe_interface
+from kernelsage.tasks.loaders import detect_format, find_task, load_suite, load_task
+from kernelsage.tasks.model import describe_interface
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from kernelsage.evals.generators import randint, randn
-from kernelsage.evals.tasks import case, define_task
+from kernelsage.tasks.generators import randint, randn
+from kernelsage.tasks.model import case, define_task
 
 ROWS = [case("rows", rows=48, n=256), case("odd", rows=7, n=1000), case("tiny", rows=3, n=33)]
 PERF_ROWS = case("perf", rows=4096, n=1024)

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from kernelsage.evals.loaders import load_suite
+from kernelsage.tasks.loaders import load_suite
 
 REPORT = load_suite("builtin")
 
