@@ -189,7 +189,7 @@ def test_a_task_seen_twice_counts_once_and_its_last_record_wins():
 
 def test_adoption_rate_and_terminal_score():
     def exposure(adopted: bool) -> dict:
-        return {"item_id": 1, "tier": "hot", "round": 1, "stage": "drafting", "adopted": adopted}
+        return {"item_id": 1, "tier": "hot", "round": 1, "stage": "draft", "adopted": adopted}
 
     records = [
         _record("a", position=0, adoption=[exposure(True), exposure(False)], memory={"terminal_score": 1.0}),
@@ -268,7 +268,7 @@ def test_the_fixture_file_loads_and_groups_by_policy():
     assert len(records) == 12
     groups = group_by_policy(records)
     assert list(groups) == ["sage", "none"]
-    assert groups["sage"][2].memory.consolidation.promoted == [3]
+    assert groups["sage"][2].memory.consolidation.promoted == (3,)
     assert groups["none"][0].memory_after is None
 
 

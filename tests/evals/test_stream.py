@@ -64,13 +64,14 @@ def test_an_interrupted_stream_resumes_and_applies_memory_effects_once(
             run()
         assert len(records_path.read_text().splitlines()) == 1  # the first episode was recorded
         records = run()
-    assert [r["task_id"] for r in records] == ["l1_relu", "l1_add"]
+    assert [r.task_id for r in records] == ["l1_relu", "l1_add"]
     assert [json.loads(line)["position"] for line in records_path.read_text().splitlines()] == [0, 1]
     assert len(model.requests) == 3  # the finished episode was not run again
     assert memory.stats()["episodes"] == 2
-    assert records[1]["memory_after"]["by_state"]["cold"] == 3
-    assert records[1]["solved"] is False  # the scripted second kernel adds instead of clamping
-    assert records[0]["tokens"] == {"input": 1200, "output": 300}
+    assert records[1].memory_after.by_state.cold == 3
+    assert records[1].solved is False  # the scripted second kernel adds instead of clamping
+    assert (records[0].tokens.input, records[0].tokens.output) == (1200, 300)
+    assert records[1].attempts[0].evaluation.verify.cases  # the verdicts are kept for audits
 
 
 def test_every_policy_starts_from_an_identical_copy_of_the_memory(store: MemoryStore, seeded, namespace: str,

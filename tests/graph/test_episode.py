@@ -22,7 +22,7 @@ def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded,
 
     attempts = state["attempts"]
     assert [a["status"] for a in attempts] == ["compile_error", "ok", "ok"]
-    assert attempts[0]["compile"]["errors"][0]["line"] > 0
+    assert attempts[0]["evaluation"]["compile"]["errors"][0]["line"] > 0
     assert state["first_correct"]["round"] == 2 and state["stage"] == "refine"
     assert "semicolon" in (model.requests[3][-1].content)  # the diagnosis reached the next draft
     assert model.bound_tool_names == ["compile_kernel", "verify_kernel", "profile_kernel", "show_mismatches",
@@ -36,7 +36,7 @@ def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded,
     shown = {a["item_id"] for a in state["adoption"]}
     t_first, t_best = state["first_correct"]["latency"], state["best"]["latency"]
     z = 1 - t_best / t_first
-    memory_report = state["outcome"]["memory"]
+    memory_report = state["memory_update"]
     assert memory_report["terminal_score"] == pytest.approx(z)
     expected = {str(i): (z / len(adopted) if i in adopted else -0.2) for i in shown}
     assert memory_report["credits"] == pytest.approx(expected)
@@ -49,4 +49,4 @@ def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded,
     assert [item.text for item in lessons] == ["Finish every C++ statement with a semicolon before compiling.",
                                                "Drop redundant passes over memory."]
     assert "compile error" in lessons[0].evidence and lessons[0].code_example.startswith("---")
-    assert state["outcome"]["result"]["solved"] and state["outcome"]["result"]["rounds"] == 3
+    assert state["result"]["solved"] and state["result"]["rounds"] == 3

@@ -27,8 +27,8 @@ def test_an_unresolved_round_is_not_compiled_and_spends_budget(episode, seeded) 
     state, model = episode([candidate(SLOW, drop=2), "no json here", "still nothing"], budget=1, top_k=2,
                            max_gate_asks=2)
     assert [a["status"] for a in state["attempts"]] == ["adoption_unresolved"]
-    assert state["attempts"][0]["compile"] is None and state["adoption"] == []
-    assert state["outcome"]["memory"]["terminal_score"] == -0.2  # a failed episode, nothing to credit
+    assert state["attempts"][0]["evaluation"] is None and state["adoption"] == []
+    assert state["memory_update"]["terminal_score"] == -0.2  # a failed episode, nothing to credit
     assert len(model.requests) == 3  # the answer and two re-asks, then the round failed
 
 
@@ -51,7 +51,7 @@ def test_an_answer_that_stays_malformed_fails_the_round(episode, seeded) -> None
 def test_every_memory_policy_wires_through(episode, seeded, store: MemoryStore, namespace: str,
                                            policy: str, learns: bool, shows: bool) -> None:
     state, _ = episode([candidate(SLOW)], policy=policy, budget=1, top_k=2)
-    report = state["outcome"]["memory"]
+    report = state["memory_update"]
     assert report["policy"] == policy
     assert (len(state["adoption"]) == 2) is shows
     memory = store.open(namespace, embeddings=fake_embeddings(), policy=policy if policy != "none" else "sage")

@@ -27,7 +27,7 @@ from tests.graph.scripts import SLOW, candidate, example_source
 class HostState(TypedDict, total=False):
     task_id: str
     episode_id: str
-    outcome: dict[str, Any]
+    result: dict[str, Any]
     summary: str
 
 
@@ -39,7 +39,7 @@ def test_the_episode_graph_runs_as_a_subgraph_of_a_host_graph(store: MemoryStore
     host = StateGraph(HostState, context_schema=Context)
     host.add_node("pick", lambda state: {"task_id": "l1_relu", "episode_id": f"{namespace}-host"})
     host.add_node("episode", episode)
-    host.add_node("report", lambda state: {"summary": f"solved={state['outcome']['result']['solved']}"})
+    host.add_node("report", lambda state: {"summary": f"solved={state['result']['solved']}"})
     host.add_edge(START, "pick")
     host.add_edge("pick", "episode")
     host.add_edge("episode", "report")
@@ -120,8 +120,8 @@ def test_runs_are_named_and_carry_episode_metadata(store: MemoryStore, cpu_backe
     call = next(r for r in runs if r.run_type == "llm")
     assert call.name == "generator round 0" and call.extra["metadata"]["stage"] == "draft"
     curator = next(r for r in runs if r.name == "curator")
-    memory = curator.outputs["outcome"]["memory"]
-    assert memory["credits"] and memory["adoption"]  # credits and adoption records are visible there
+    memory = curator.outputs["memory_update"]
+    assert memory["credits"] and memory["policy"] == "sage"  # the credits are visible there
 
 
 def _rate_limited(messages):

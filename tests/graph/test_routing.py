@@ -5,10 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from kernelsage.graph import routing
+from kernelsage.graph.records import Attempt, as_state
+from kernelsage.tools.results import CompileResult, Evaluation, Status
 
 
 def _attempt(correct: bool, latency: float | None = None, reference: float | None = None) -> dict[str, Any]:
-    return {"correct": correct, "latency": latency, "reference_latency": reference}
+    status = Status.OK if correct else Status.WRONG_RESULT
+    evaluation = Evaluation(status=status, correct=correct, latency=latency, reference_latency=reference,
+                            compile=CompileResult(ok=True, status=Status.OK))
+    return as_state(Attempt(round=1, stage="draft", status=status.value, evaluation=evaluation))
 
 
 def test_retrieval_leads_to_drafting_until_a_kernel_is_correct() -> None:

@@ -95,6 +95,6 @@ def test_langgraph_dev_serves_an_episode_to_an_sdk_client(store: MemoryStore, cp
                                           "seed_knowledge": False})
     finally:
         _stop(server)
-    assert final["outcome"]["result"]["solved"] is True, final
+    assert final["result"]["solved"] is True, final
     assert [a["status"] for a in final["attempts"]] == ["ok"]
     assert store.open(namespace + "-served", read_only=True).stats()["episodes"] == 1

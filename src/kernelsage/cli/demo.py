@@ -31,5 +31,5 @@ def demo(
         ) from exc
     if as_json:
         print_json({"report": result["report"], "hot_rules": result["hot_rules"],
-                    "episodes": [{k: r[k] for k in ("task_id", "solved", "speedup", "self_speedup")}
+                    "episodes": [r.model_dump(include={"task_id", "solved", "speedup", "self_speedup"})
                                  for r in result["records"]["sage"]]})

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
@@ -40,42 +38,36 @@ def evaluate(
     """Compile, verify and profile every kernel; print the metrics (ER, CR, speedups, fast_p)."""
     from kernelsage.evals.metrics import summarize
     from kernelsage.evals.records import EpisodeRecord
+    from kernelsage.graph.records import Attempt, EpisodeOutcome
     from kernelsage.tasks.loaders import find_task, load_suite
     from kernelsage.tools.backend import get_backend
     from kernelsage.tools.evaluator import evaluate_candidate
+    from kernelsage.tools.results import content_hash
 
     report = load_suite(suite, suite_format)
-    records: list[dict[str, Any]] = []
+    records: list[EpisodeRecord] = []
     with get_backend(backend_name) as backend:
         for position, (task_id, files) in enumerate(kernel_files(kernels, backend.candidate_files).items()):
             task = find_task(report, task_id)
-            outcome = evaluate_candidate(backend, task, files)
-            latency, reference = outcome["latency"], outcome["reference_latency"]
-            records.append({
-                "run_id": f"eval:{kernels.name}", "policy": "ready-kernels", "model": "none", "backend": backend.name,
-                "namespace": "", "position": position, "task_id": task.id, "level": task.level,
-                "category": task.category, "episode_id": f"eval:{task.id}", "solved": outcome["correct"],
-                "rounds": 1, "candidates": 1, "compiled": int(outcome["compile"].get("ok", False)),
-                "correct_candidates": int(outcome["correct"]), "first_correct_round": 1 if outcome["correct"] else None,
-                "t_first": latency, "t_best": latency, "t_reference": reference,
-                "self_speedup": 1.0 if latency else None,
-                "speedup": reference / latency if latency and reference else None,
-                "attempts": [{"round": 1, "stage": "draft", "status": outcome["status"], "correct": outcome["correct"],
-                              "latency": latency, "reference_latency": reference}],
-                "adoption": [], "memory": {}, "memory_after": None, "seconds": 0.0,
-            })
+            evaluation = evaluate_candidate(backend, task, files)
+            attempt = Attempt(round=1, stage="draft", status=evaluation.status.value, candidate_hash=content_hash(files),
+                              files=files, evaluation=evaluation)
+            outcome = EpisodeOutcome.of(task_id=task.id, episode_id=f"eval:{task.id}", level=task.level, rounds=1,
+                                        attempts=[attempt])
+            records.append(EpisodeRecord(
+                **dict(outcome), run_id=f"eval:{kernels.name}", policy="ready-kernels", model="none",
+                backend=backend.name, namespace="", position=position, category=task.category, attempts=[attempt]))
     if output is not None:
-        output.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records), encoding="utf-8")
-    summary = summarize([EpisodeRecord.model_validate(r) for r in records])
+        output.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+    summary = summarize(records)
     if as_json:
-        print_json({"kernels": [{k: r[k] for k in ("task_id", "solved", "speedup")} | {"status": r["attempts"][0]["status"]}
-                                for r in records], "summary": summary.to_dict()})
+        print_json({"kernels": [{"task_id": r.task_id, "solved": r.solved, "speedup": r.speedup,
+                                 "status": r.attempts[0].status} for r in records], "summary": summary.to_dict()})
         return
     table = Table(title=f"{len(records)} kernels from {kernels}")
     for column in ("task", "level", "status", "speedup"):
         table.add_column(column)
     for r in records:
-        table.add_row(r["task_id"], str(r["level"]), r["attempts"][0]["status"],
-                      f"{r['speedup']:.2f}x" if r["speedup"] else "-")
+        table.add_row(r.task_id, str(r.level), r.attempts[0].status, f"{r.speedup:.2f}x" if r.speedup else "-")
     console.print(table)
     console.print(str(summary), highlight=False)

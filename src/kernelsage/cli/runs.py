@@ -27,10 +27,9 @@ def _experiment(*, policies: list[str], model: str, suite: str, suite_format: st
 
 def _finish(experiment, results, as_json: bool) -> None:
     from kernelsage.evals.metrics import summarize
-    from kernelsage.evals.records import EpisodeRecord
     from kernelsage.evals.report import write_report
 
-    by_policy = {p: [EpisodeRecord.model_validate(r) for r in records] for p, records in results.items()}
+    by_policy = results
     paths = write_report(by_policy, experiment.run_dir / "report", title=f"kernelsage run {experiment.run_id}")
     summaries = {p: summarize(records).to_dict() for p, records in by_policy.items()}
     if as_json:

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from kernelsage.demo.script import DEMO_TASKS
 from kernelsage.evals.experiment import Experiment, run_experiment
+from kernelsage.evals.records import EpisodeRecord
 
 RECORDING = "recording.jsonl"
 BUDGET = 3
@@ -26,34 +27,32 @@ def recording_path() -> Path:
     return Path(str(resources.files("kernelsage.demo").joinpath(RECORDING)))
 
 
-def describe_episode(console: Console, record: dict[str, Any]) -> None:
+def describe_episode(console: Console, record: EpisodeRecord) -> None:
     """What one episode did: attempts, adoption, credits and consolidation, in a few lines."""
-    statuses = " -> ".join(f"r{a['round']} {a['status']}" for a in record["attempts"])
-    console.print(f"\n[bold]{record['task_id']}[/] (level {record['level']}): {statuses}")
-    if record["speedup"]:
-        console.print(f"  first correct in round {record['first_correct_round']}; best {record['t_best'] * 1e3:.3f} ms "
-                      f"per run, {record['speedup']:.2f}x the PyTorch reference, {record['self_speedup']:.2f}x "
+    statuses = " -> ".join(f"r{a.round} {a.status}" for a in record.attempts)
+    console.print(f"\n[bold]{record.task_id}[/] (level {record.level}): {statuses}")
+    if record.speedup and record.t_best and record.self_speedup:
+        console.print(f"  first correct in round {record.first_correct_round}; best {record.t_best * 1e3:.3f} ms "
+                      f"per run, {record.speedup:.2f}x the PyTorch reference, {record.self_speedup:.2f}x "
                       "its own first version")
-    adopted = sorted({a["item_id"] for a in record["adoption"] if a["adopted"]})
-    shown = sorted({a["item_id"] for a in record["adoption"]})
+    adopted = sorted({a.item_id for a in record.adoption if a.adopted})
+    shown = sorted({a.item_id for a in record.adoption})
     console.print(f"  memory shown: {len(shown)} items; adopted: {adopted or 'none'}")
-    memory = record["memory"]
-    credits = memory.get("credits") or {}
-    if memory.get("terminal_score") is not None:
-        gains = {k: round(v, 3) for k, v in credits.items() if v > -0.2}
-        console.print(f"  ATU: z = {memory['terminal_score']:.3f}; credit to adopted items {gains}, "
-                      f"-0.2 to each of the {sum(1 for v in credits.values() if v == -0.2)} ignored ones")
-    if memory.get("new_items"):
-        console.print(f"  new experiences stored: {memory['new_items']}")
-    consolidation = memory.get("consolidation") or {}
-    if consolidation.get("promoted"):
-        console.print(f"  [green]promoted into hot memory[/]: {consolidation['promoted']} "
-                      f"({consolidation['tokens_used']}/{consolidation['budget']} tokens)")
+    memory = record.memory
+    if memory.terminal_score is not None:
+        gains = {k: round(v, 3) for k, v in memory.credits.items() if v > -0.2}
+        console.print(f"  ATU: z = {memory.terminal_score:.3f}; credit to adopted items {gains}, "
+                      f"-0.2 to each of the {sum(1 for v in memory.credits.values() if v == -0.2)} ignored ones")
+    if memory.new_items:
+        console.print(f"  new experiences stored: {memory.new_items}")
+    consolidation = memory.consolidation
+    if consolidation is not None and consolidation.promoted:
+        console.print(f"  [green]promoted into hot memory[/]: {list(consolidation.promoted)} "
+                      f"({consolidation.tokens_used}/{consolidation.budget} tokens)")
 
 
 def run_demo(*, model: BaseChatModel, out_dir: Path, console: Console) -> dict[str, Any]:
     """The demo stream in a fresh embedded database; returns the records and report paths."""
-    from kernelsage.evals.records import EpisodeRecord
     from kernelsage.evals.report import write_report
     from kernelsage.memory_backend.embedded import embedded_database_url
 
@@ -72,8 +71,7 @@ def run_demo(*, model: BaseChatModel, out_dir: Path, console: Console) -> dict[s
     console.print("\n[bold]hot memory after the stream[/]")
     for rule in hot:
         console.print(f"  - id {rule['id']}: {escape(rule['text'])}")
-    records = {p: [EpisodeRecord.model_validate(r) for r in rs] for p, rs in results.items()}
-    paths = write_report(records, out_dir / "report", title="kernelsage demo", notes=[REPLAY_NOTE])
+    paths = write_report(results, out_dir / "report", title="kernelsage demo", notes=[REPLAY_NOTE])
     console.print(f"\nreport: {paths.html}\nmarkdown: {paths.markdown}")
     return {"records": results, "hot_rules": hot, "report": str(paths.html), "markdown": str(paths.markdown)}
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelsage.errors import ConfigurationError
+from kernelsage.evals.records import EpisodeRecord
 from kernelsage.evals.stream import StreamSettings, checkpointed, order_tasks, run_stream
 from kernelsage.graph.builder import build_graph
 from kernelsage.graph.context import Context
@@ -86,8 +87,8 @@ def prepare_memories(store: MemoryStore, experiment: Experiment, embeddings: Any
 
 
 def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None, console: Console | None = None,
-                   on_record: Callable[[str, dict[str, Any]], None] | None = None,
-                   url: str | None = None) -> dict[str, list[dict[str, Any]]]:
+                   on_record: Callable[[str, EpisodeRecord], None] | None = None,
+                   url: str | None = None) -> dict[str, list[EpisodeRecord]]:
     """Run the stream once per policy; returns the records by policy (resuming finished work).
 
     `url` is the memory database (default: DATABASE_URL, else the embedded server)."""
@@ -106,7 +107,7 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
     chat_model = model or model_from_spec(experiment.model)
     url = url or database_url()
     embeddings = make_embeddings()
-    results: dict[str, list[dict[str, Any]]] = {}
+    results: dict[str, list[EpisodeRecord]] = {}
     with MemoryStore.connect(url) as store, get_backend(experiment.backend) as backend:
         prepare_memories(store, experiment, embeddings, backend.name)
         builder = build_graph(models=chat_model, backend=backend, tasks=partial(find_task, suite),
@@ -128,9 +129,9 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
                     progress.update(bar, detail=f"{task.id} round {state.get('round', 0)}/{experiment.budget} "
                                                 f"{state.get('stage', 'draft')} | ER {solved[0]}/{solved[1]}")
 
-                def recorded(record: dict[str, Any], bar: int = bar, solved: list[int] = solved,
+                def recorded(record: EpisodeRecord, bar: int = bar, solved: list[int] = solved,
                              policy: str = policy) -> None:
-                    solved[0] += int(record["solved"])
+                    solved[0] += int(record.solved)
                     solved[1] += 1
                     progress.update(bar, advance=1, detail=f"ER {solved[0]}/{solved[1]}")
                     if on_record:

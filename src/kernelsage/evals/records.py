@@ -3,59 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernelsage.errors import ConfigurationError
+from kernelsage.graph.records import Attempt, EpisodeOutcome, MemoryUpdate
+from kernelsage.memory_backend.records import Exposure
 
 
 class _Record(BaseModel):
     # Readers must keep working when a newer runner adds fields.
     model_config = ConfigDict(extra="ignore")
-
-
-class Attempt(_Record):
-    """One evaluated candidate: its round, stage, outcome and timings (seconds per run)."""
-
-    round: int
-    stage: str
-    status: str
-    correct: bool = False
-    latency: float | None = None
-    reference_latency: float | None = None
-
-
-class Adoption(_Record):
-    """One exposure of a memory item to the model, and whether the model says it adopted it."""
-
-    item_id: int
-    tier: Literal["hot", "cold"]
-    round: int
-    stage: str
-    adopted: bool
-    rationale: str = ""
-
-
-class Consolidation(_Record):
-    """What consolidation did after the episode: the new hot set and the moves into and out of it."""
-
-    hot_version: int
-    hot: list[int] = Field(default_factory=list)
-    promoted: list[int] = Field(default_factory=list)
-    demoted: list[int] = Field(default_factory=list)
-    tokens_used: int = 0
-    budget: int = 0
-
-
-class MemoryUpdate(_Record):
-    """The memory effects of the episode: terminal score, credits, new items, consolidation."""
-
-    terminal_score: float | None = None
-    credits: dict[str, float] = Field(default_factory=dict)
-    new_items: list[int] = Field(default_factory=list)
-    updated: bool = False
-    consolidation: Consolidation | None = None
 
 
 class StateCounts(_Record):
@@ -78,8 +36,9 @@ class TokenUsage(_Record):
     output: int = 0
 
 
-class EpisodeRecord(_Record):
-    """The outcome of one operator in a stream under one memory policy (latencies in seconds per run)."""
+class EpisodeRecord(EpisodeOutcome):
+    """One operator in a stream under one memory policy: the episode's outcome, every attempt (with its
+    code and the backend's verdicts, for audits), every adoption record, the memory update, and the run."""
 
     run_id: str
     policy: str
@@ -87,23 +46,9 @@ class EpisodeRecord(_Record):
     backend: str
     namespace: str
     position: int
-    task_id: str
-    level: int | None = None
     category: str = ""
-    episode_id: str
-    solved: bool
-    rounds: int
-    candidates: int
-    compiled: int
-    correct_candidates: int = 0
-    first_correct_round: int | None = None
-    t_first: float | None = None
-    t_best: float | None = None
-    t_reference: float | None = None
-    self_speedup: float | None = None
-    speedup: float | None = None
     attempts: list[Attempt] = Field(default_factory=list)
-    adoption: list[Adoption] = Field(default_factory=list)
+    adoption: list[Exposure] = Field(default_factory=list)
     memory: MemoryUpdate = Field(default_factory=MemoryUpdate)
     memory_after: MemorySnapshot | None = None
     seconds: float = 0.0

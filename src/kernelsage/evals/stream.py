@@ -7,7 +7,6 @@ unfinished one continues from its last step, and no episode's memory effects hap
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -19,10 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
+from pydantic import ValidationError
 
-from kernelsage.errors import ConfigurationError
+from kernelsage.errors import ConfigurationError, EpisodeError
+from kernelsage.evals.records import EpisodeRecord, TokenUsage
 from kernelsage.graph.context import Context
+from kernelsage.graph.records import MemoryUpdate
 from kernelsage.graph.runner import run_episode
+from kernelsage.graph.state import EpisodeState, attempts, episode_outcome, exposures, memory_update
 from kernelsage.tasks.model import Task
 
 if TYPE_CHECKING:
@@ -75,7 +78,7 @@ class StreamSettings:
     read_only: bool = False  # a frozen memory: retrieval only
 
 
-class TokenUsage(BaseCallbackHandler):
+class UsageCounter(BaseCallbackHandler):
     """Adds up the tokens every model call of an episode reports (whatever the provider calls itself)."""
 
     def __init__(self) -> None:
@@ -92,51 +95,37 @@ class TokenUsage(BaseCallbackHandler):
                         self.input += usage.get("input_tokens", 0)
                         self.output += usage.get("output_tokens", 0)
 
-    def totals(self) -> dict[str, int]:
-        return {"input": self.input, "output": self.output}
+    def totals(self) -> TokenUsage:
+        return TokenUsage(input=self.input, output=self.output)
 
 
-def read_done(records_path: Path) -> dict[str, dict[str, Any]]:
+def read_done(records_path: Path) -> dict[str, EpisodeRecord]:
     """Episodes already recorded in a run's JSONL, by episode id (a torn last line is ignored)."""
-    done: dict[str, dict[str, Any]] = {}
+    done: dict[str, EpisodeRecord] = {}
     if not records_path.exists():
         return done
     for line in records_path.read_text(encoding="utf-8").splitlines():
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = EpisodeRecord.model_validate_json(line)
+        except ValidationError:
             continue  # an interrupted write: that episode is resumed from its checkpoint instead
-        done[record["episode_id"]] = record
+        done[record.episode_id] = record
     return done
 
 
-def episode_record(state: dict[str, Any], *, task: Task, position: int, settings: StreamSettings,
-                   seconds: float, memory: Memory | None, tokens: dict[str, int] | None = None) -> dict[str, Any]:
-    """The JSONL record of one finished episode."""
-    result = (state.get("outcome") or {}).get("result", {})
-    report = (state.get("outcome") or {}).get("memory", {})
-    attempts = state.get("attempts", [])
-    return {
-        "run_id": settings.run_id, "policy": settings.policy, "model": settings.model, "backend": settings.backend,
-        "namespace": settings.namespace, "position": position, "task_id": task.id, "level": task.level,
-        "category": task.category, "episode_id": state.get("episode_id"),
-        "solved": bool(result.get("solved")), "rounds": result.get("rounds", 0),
-        "candidates": result.get("candidates", 0), "compiled": result.get("compiled", 0),
-        "correct_candidates": sum(1 for a in attempts if a["correct"]),
-        "first_correct_round": result.get("first_correct_round"), "t_first": result.get("t_first"),
-        "t_best": result.get("t_best"), "t_reference": result.get("t_reference"),
-        "self_speedup": result.get("self_speedup"), "speedup": result.get("speedup"),
-        "attempts": [{k: a[k] for k in ("round", "stage", "status", "correct", "latency", "reference_latency")}
-                     for a in attempts],
-        "adoption": [{k: a[k] for k in ("item_id", "tier", "round", "stage", "adopted", "rationale")}
-                     for a in state.get("adoption", [])],
-        "memory": {"terminal_score": report.get("terminal_score"), "credits": report.get("credits", {}),
-                   "new_items": report.get("new_items", []), "updated": bool(report.get("updated")),
-                   "consolidation": report.get("consolidation")},
-        "memory_after": memory.snapshot() if memory is not None else None,
-        "seconds": seconds,
-        "tokens": tokens or {"input": 0, "output": 0},
-    }
+def episode_record(state: EpisodeState, *, task: Task, position: int, settings: StreamSettings,
+                   seconds: float, memory: Memory | None, tokens: TokenUsage | None = None) -> EpisodeRecord:
+    """The JSONL record of one finished episode: its outcome, its records, and the run's settings."""
+    outcome = episode_outcome(state)
+    if outcome is None:
+        raise EpisodeError(f"episode {state.get('episode_id')} of {task.id} ended without a result")
+    return EpisodeRecord(
+        **dict(outcome), run_id=settings.run_id, policy=settings.policy, model=settings.model,
+        backend=settings.backend, namespace=settings.namespace, position=position, category=task.category,
+        attempts=attempts(state), adoption=exposures(state), memory=memory_update(state) or MemoryUpdate(),
+        memory_after=memory.snapshot() if memory is not None else None, seconds=seconds,
+        tokens=tokens or TokenUsage(),
+    )
 
 
 @contextmanager
@@ -152,11 +141,11 @@ def checkpointed(graph_builder: Any, database_url: str) -> Iterator[CompiledStat
 def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: StreamSettings, context: Context,
                records_path: Path, memory: Callable[[], Memory | None] = lambda: None,
                on_state: Callable[[Task, int, dict[str, Any]], None] | None = None,
-               on_record: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+               on_record: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
     """One episode per task, in order; returns every record of the run (earlier ones included)."""
     records_path.parent.mkdir(parents=True, exist_ok=True)
     done = read_done(records_path)
-    records: list[dict[str, Any]] = []
+    records: list[EpisodeRecord] = []
     for position, task in enumerate(tasks):
         episode_id = f"{settings.run_id}:{position}:{task.id}"
         if episode_id in done:
@@ -165,7 +154,7 @@ def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: St
                 on_record(done[episode_id])
             continue
         start = time.perf_counter()
-        usage = TokenUsage()
+        usage = UsageCounter()
         state = run_episode(
             graph, task_id=task.id, level=task.level, context=context, backend=settings.backend,
             model=settings.model, episode_id=episode_id, callbacks=[usage],
@@ -174,7 +163,7 @@ def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: St
         record = episode_record(state, task=task, position=position, settings=settings,
                                 seconds=time.perf_counter() - start, memory=memory(), tokens=usage.totals())
         with records_path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(record, sort_keys=True) + "\n")
+            out.write(record.model_dump_json() + "\n")
         records.append(record)
         if on_record:
             on_record(record)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
@@ -27,3 +28,16 @@ class Context:
     seed: int = 0
     consolidate: bool = True  # run UGC after the episode (off for frozen memories)
     seed_knowledge: bool = True  # a fresh namespace starts from the backend's knowledge pack
+
+
+def resolve_context(run_context: Any, default: Context) -> Context:
+    """kernelsage's settings for a run.
+
+    Under kernelsage's own context schema that is the run's `Context`. Inside a host graph with another
+    context schema it is the host context's `kernelsage` attribute (or key) when that holds a `Context`,
+    else `default`, the settings the graph was built with.
+    """
+    if isinstance(run_context, Context):
+        return run_context
+    nested = run_context.get("kernelsage") if isinstance(run_context, dict) else getattr(run_context, "kernelsage", None)
+    return nested if isinstance(nested, Context) else default

@@ -5,12 +5,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import Runtime
 
-from kernelsage.graph.context import Context
+from kernelsage.graph.context import Context, resolve_context
 from kernelsage.memory_backend.store import Memory, MemoryStore
 
 if TYPE_CHECKING:
@@ -33,14 +34,30 @@ class AgentModels:
 
 @dataclass(kw_only=True)
 class AgentResources:
+    """Everything the nodes use besides the state: models, backend, tasks, memory and default settings."""
+
     models: AgentModels
     backend: KernelBackend
     tasks: Callable[[str], Task]
     memory_store: MemoryStore | None = None  # None: the agent runs without memory
     embeddings: Embeddings | None = None
     read_only: bool = False  # a frozen memory: retrieval only, no credit, no consolidation
+    default_context: Context = field(default_factory=Context)  # settings under a host's other context schema
     _memories: dict[tuple[str, str], Memory] = field(default_factory=dict, repr=False)
+    _interfaces: dict[str, str] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def settings(self, runtime: Runtime[Any]) -> Context:
+        """kernelsage's settings for this run (see `resolve_context`)."""
+        return resolve_context(runtime.context, self.default_context)
+
+    def interface(self, task_id: str) -> str:
+        """The task's kernel interface as the prompts show it (computed once per task)."""
+        if task_id not in self._interfaces:
+            from kernelsage.tasks.model import describe_interface
+
+            self._interfaces[task_id] = describe_interface(self.tasks(task_id))
+        return self._interfaces[task_id]
 
     def memory(self, context: Context) -> Memory | None:
         """The memory handle for this run's namespace and policy (opened once, then reused)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kernelsage.graph.state import EpisodeState
+from kernelsage.graph.state import EpisodeState, attempts, best_attempt
 
 
 def budget_spent(state: EpisodeState) -> bool:
@@ -13,11 +13,11 @@ def budget_spent(state: EpisodeState) -> bool:
 
 def reached_early_stop(state: EpisodeState) -> bool:
     """The best kernel beats the reference by the configured factor (when one is configured)."""
-    best = state.get("best")
+    best = best_attempt(state)
     target = state.get("early_stop_speedup")
-    if target is None or not best or not best.get("reference_latency") or not best.get("latency"):
+    if target is None or best is None or not best.reference_latency or not best.latency:
         return False
-    return best["reference_latency"] / best["latency"] >= target
+    return best.reference_latency / best.latency >= target
 
 
 def route_after_retrieve(state: EpisodeState) -> Literal["generator", "optimizer"]:
@@ -36,7 +36,7 @@ def route_after_evaluate(state: EpisodeState) -> Literal["finish", "diagnosticia
     """Spent budget or early stop ends the episode; a failure is diagnosed; success is refined."""
     if budget_spent(state):
         return "finish"
-    last = state["attempts"][-1]
-    if last["correct"]:
+    last = attempts(state)[-1]
+    if last.correct:
         return "finish" if reached_early_stop(state) else "retrieve"
     return "diagnostician"

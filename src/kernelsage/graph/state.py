@@ -1,67 +1,26 @@
 """The episode state: what one task's LangGraph run carries from node to node.
 
-Plain JSON-ready dicts, so any checkpointer and LangGraph Server can store and show them.
-Lists that grow over the episode use reducers; the prompt history is never stored, each prompt is
-rebuilt from the few recent attempts it needs.
+Records are stored as their own JSON (see `records.py`), so any checkpointer and LangGraph Server can
+store and show them; the readers below turn them back into types. Lists that grow over the episode use
+reducers; the prompt history is never stored, each prompt is rebuilt from the few recent attempts it needs.
+
+Extend it by subclassing (`class MyState(EpisodeState): audit: list[str]`) and passing the subclass to
+`build_graph(state_schema=...)`.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, TypeVar
 
+from pydantic import BaseModel
 from typing_extensions import NotRequired, TypedDict
 
-Stage = Literal["draft", "refine"]
+from kernelsage.graph.records import Attempt, EpisodeOutcome, MemoryUpdate, PendingCandidate, PromptItem
+from kernelsage.memory_backend.records import Exposure, Stage
 
-
-class ShownItem(TypedDict):
-    """A memory item shown to the model this round."""
-
-    id: int
-    tier: Literal["hot", "cold"]
-    relevance: float | None
-    score: float | None
-    text: str
-    code_example: str | None
-
-
-class AdoptionEntry(TypedDict):
-    """The model's declared use of one shown item in one round."""
-
-    item_id: int
-    tier: Literal["hot", "cold"]
-    round: int
-    stage: Stage
-    adopted: bool
-    rationale: str
-    relevance: float | None
-    score: float | None
-
-
-class Attempt(TypedDict):
-    """One candidate and what the backend said about it."""
-
-    round: int
-    stage: Stage
-    candidate_hash: str
-    files: dict[str, str]
-    status: str  # a backend Status value, or parse_error / adoption_unresolved
-    correct: bool
-    latency: float | None  # seconds per run of the candidate, when profiled
-    reference_latency: float | None
-    compile: dict[str, Any] | None
-    verify: dict[str, Any] | None
-    profile: dict[str, Any] | None
-    adopted: list[int]  # ids the model adopted for this candidate (for the adoption audit)
-
-
-class PendingCandidate(TypedDict):
-    """A parsed answer waiting for the adoption gate."""
-
-    files: dict[str, str]
-    adoption: dict[str, dict[str, Any]]  # str(item id) -> {"adopted", "rationale"}
-    asks: int
+Json = dict[str, Any]
+R = TypeVar("R", bound=BaseModel)
 
 
 class EpisodeState(TypedDict):
@@ -74,11 +33,52 @@ class EpisodeState(TypedDict):
     budget: NotRequired[int]
     early_stop_speedup: NotRequired[float | None]
     hot_version: NotRequired[int | None]
-    shown: NotRequired[list[ShownItem]]  # this round's items, replaced at each retrieval
-    pending: NotRequired[PendingCandidate | None]
-    adoption: NotRequired[Annotated[list[AdoptionEntry], operator.add]]
-    attempts: NotRequired[Annotated[list[Attempt], operator.add]]
-    first_correct: NotRequired[Attempt | None]
-    best: NotRequired[Attempt | None]
+    shown: NotRequired[list[Json]]  # PromptItem: this round's items, replaced at each retrieval
+    pending: NotRequired[Json | None]  # PendingCandidate
+    adoption: NotRequired[Annotated[list[Json], operator.add]]  # Exposure, one per shown item per round
+    attempts: NotRequired[Annotated[list[Json], operator.add]]  # Attempt
+    first_correct: NotRequired[Json | None]  # Attempt
+    best: NotRequired[Json | None]  # Attempt
     diagnosis: NotRequired[str | None]
-    outcome: NotRequired[dict[str, Any] | None]
+    result: NotRequired[Json | None]  # EpisodeOutcome, written by `finish` before memory changes
+    memory_update: NotRequired[Json | None]  # MemoryUpdate, written by `curator`
+
+
+def stage_of(state: EpisodeState) -> Stage:
+    return state.get("stage", "draft")
+
+
+def shown_items(state: EpisodeState) -> list[PromptItem]:
+    return [PromptItem.model_validate(item) for item in state.get("shown") or []]
+
+
+def _one(record: type[R], value: Json | None) -> R | None:
+    return record.model_validate(value) if value is not None else None
+
+
+def pending_candidate(state: EpisodeState) -> PendingCandidate | None:
+    return _one(PendingCandidate, state.get("pending"))
+
+
+def exposures(state: EpisodeState) -> list[Exposure]:
+    return [Exposure.model_validate(entry) for entry in state.get("adoption") or []]
+
+
+def attempts(state: EpisodeState) -> list[Attempt]:
+    return [Attempt.model_validate(entry) for entry in state.get("attempts") or []]
+
+
+def first_correct(state: EpisodeState) -> Attempt | None:
+    return _one(Attempt, state.get("first_correct"))
+
+
+def best_attempt(state: EpisodeState) -> Attempt | None:
+    return _one(Attempt, state.get("best"))
+
+
+def episode_outcome(state: EpisodeState) -> EpisodeOutcome | None:
+    return _one(EpisodeOutcome, state.get("result"))
+
+
+def memory_update(state: EpisodeState) -> MemoryUpdate | None:
+    return _one(MemoryUpdate, state.get("memory_update"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from enum import Enum
 from typing import Any
 
@@ -37,6 +39,16 @@ class Candidate(Record):
 
     task_id: str
     files: dict[str, str]
+
+    @property
+    def content_hash(self) -> str:
+        """A short hash of the files (names and contents), the same whatever their order."""
+        return content_hash(self.files)
+
+
+def content_hash(files: dict[str, str]) -> str:
+    """A short hash of named source files, the same whatever their order."""
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Artifact(Record):
@@ -134,3 +146,23 @@ class ProfileResult(Record):
     seconds: float = 0.0
     message: str = ""
     stderr_tail: str = ""
+
+
+class Evaluation(Record):
+    """One candidate through the backend: compile, then verify, then profile, up to the first step that failed.
+
+    `correct` means verified on every case and profiled with a matching output; latencies are the
+    profile's means in seconds per run.
+    """
+
+    status: Status
+    correct: bool = False
+    latency: float | None = None
+    reference_latency: float | None = None
+    compile: CompileResult
+    verify: VerifyResult | None = None
+    profile: ProfileResult | None = None
+
+    @property
+    def compiled(self) -> bool:
+        return self.compile.ok

@@ -13,18 +13,21 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from kernelsage.errors import ParseError
-from kernelsage.graph.context import Context
-from kernelsage.graph.nodes.common import call_model, render, render_memory, run_config, text_of
-from kernelsage.graph.nodes.writer import failed_round, system_message
+from kernelsage.graph.nodes.model_calls import call_model, run_config, text_of
+from kernelsage.graph.nodes.prompting import render, render_memory, system_message
+from kernelsage.graph.nodes.writer import failed_round
+from kernelsage.graph.records import as_state
 from kernelsage.graph.resources import AgentResources
-from kernelsage.graph.state import AdoptionEntry, EpisodeState
+from kernelsage.graph.state import EpisodeState, pending_candidate, shown_items, stage_of
+from kernelsage.memory_backend.records import Exposure
 from kernelsage.models.factory import model_name
-from kernelsage.parsing import parse_adoption_only
+from kernelsage.parsing import AdoptionRecord, parse_adoption_only
 
 
-def gate_problems(shown_ids: list[int], answered: dict[str, Any], unknown: list[int]) -> tuple[list[int], str]:
+def gate_problems(shown_ids: list[int], answered: dict[int, AdoptionRecord],
+                  unknown: list[int]) -> tuple[list[int], str]:
     """The ids still missing and the sentence that tells the model what is wrong."""
-    missing = [i for i in shown_ids if str(i) not in answered]
+    missing = [i for i in shown_ids if i not in answered]
     problems = []
     if missing:
         problems.append(f"No adoption state for items {missing}.")
@@ -34,41 +37,39 @@ def gate_problems(shown_ids: list[int], answered: dict[str, Any], unknown: list[
 
 
 def make_adoption_gate_node(resources: AgentResources) -> Callable[..., dict[str, Any]]:
-    def adoption_gate(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
-        pending = state.get("pending")
+    def adoption_gate(state: EpisodeState, runtime: Runtime[Any]) -> dict[str, Any]:
+        pending = pending_candidate(state)
         if pending is None:  # the writer produced nothing to evaluate
             return {}
-        shown = state.get("shown", [])
-        shown_ids = [item["id"] for item in shown]
-        answered = {k: v for k, v in pending["adoption"].items() if int(k) in shown_ids}
-        unknown = sorted(int(k) for k in pending["adoption"] if int(k) not in shown_ids)
-        role = "optimizer" if state.get("stage") == "refine" else "generator"
-        model = resources.models.for_role(role)
+        shown = shown_items(state)
+        shown_ids = [item.id for item in shown]
+        answered = {i: r for i, r in pending.adoption.items() if i in shown_ids}
+        unknown = sorted(i for i in pending.adoption if i not in shown_ids)
+        model = resources.models.for_role("optimizer" if stage_of(state) == "refine" else "generator")
         missing, problems = gate_problems(shown_ids, answered, unknown)
         asks = 0
-        while problems and asks < runtime.context.max_gate_asks:
+        while problems and asks < resources.settings(runtime).max_gate_asks:
             asks += 1
             prompt = render("gate", problems=problems, ids=shown_ids, items=render_memory(shown))
-            answer = call_model(model, [system_message(resources), HumanMessage(prompt)],
+            answer = call_model(model, [system_message(resources.backend.name), HumanMessage(prompt)],
                                 run_config(state, "adoption_gate", model_name(model)))
             try:
                 reply = parse_adoption_only(text_of(answer), shown_ids=shown_ids)
             except ParseError:
                 continue
-            answered |= {str(i): {"adopted": r.adopted, "rationale": r.rationale} for i, r in reply.adoption.items()
-                         if i in shown_ids}
+            answered |= {i: r for i, r in reply.adoption.items() if i in shown_ids}
             missing, problems = gate_problems(shown_ids, answered, list(reply.unknown_ids))
+        round_no = state.get("round", 0)
         if missing:
-            return {"pending": None, "attempts": [failed_round(
-                state.get("round", 0), state, "adoption_unresolved", f"no adoption state for items {missing} after {asks} re-asks")]}
-        by_id = {item["id"]: item for item in shown}
+            detail = f"no adoption state for items {missing} after {asks} re-asks"
+            return {"pending": None, "attempts": [failed_round(round_no, state, "adoption_unresolved", detail)]}
         records = [
-            AdoptionEntry(item_id=i, tier=by_id[i]["tier"], round=state.get("round", 0),
-                          stage=state.get("stage", "draft"), adopted=bool(answered[str(i)]["adopted"]),
-                          rationale=str(answered[str(i)]["rationale"]), relevance=by_id[i]["relevance"],
-                          score=by_id[i]["score"])
-            for i in shown_ids
+            Exposure(item_id=item.id, tier=item.tier, round=round_no, stage=stage_of(state),
+                     adopted=answered[item.id].adopted, rationale=answered[item.id].rationale,
+                     relevance=item.relevance, score=item.score)
+            for item in shown
         ]
-        return {"adoption": records, "pending": {**pending, "adoption": answered, "asks": asks}}
+        resolved = pending.model_copy(update={"adoption": answered, "asks": asks})
+        return {"adoption": [as_state(r) for r in records], "pending": as_state(resolved)}
 
     return adoption_gate

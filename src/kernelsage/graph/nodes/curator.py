@@ -10,62 +10,61 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from kernelsage.graph.context import Context
-from kernelsage.graph.nodes.common import call_model, render, run_config, text_of
+from kernelsage.graph.nodes.model_calls import call_model, run_config, text_of
+from kernelsage.graph.nodes.prompting import render
+from kernelsage.graph.records import Attempt, MemoryUpdate, as_state
 from kernelsage.graph.resources import AgentResources
-from kernelsage.graph.state import Attempt, EpisodeState
+from kernelsage.graph.state import EpisodeState, attempts, best_attempt, exposures, first_correct
 from kernelsage.memory_backend.items import MemoryItem, NewItem
-from kernelsage.memory_backend.records import EpisodeTrace, Exposure, RoundOutcome
+from kernelsage.memory_backend.records import EpisodeTrace, RoundOutcome
 from kernelsage.models.factory import model_name
 
 MAX_DIFF_LINES = 40
 
 
-def episode_record(state: EpisodeState, policy: str, model: str) -> EpisodeTrace:
-    """The memory's view of the episode: every adoption record and every round's outcome."""
-    first, best = state.get("first_correct"), state.get("best")
+def episode_trace(state: EpisodeState, policy: str, model: str) -> EpisodeTrace:
+    """The memory's view of the episode: every adoption record and every evaluated round's outcome."""
+    first, best = first_correct(state), best_attempt(state)
     return EpisodeTrace(
         episode_id=str(state["episode_id"]), operator=state.get("operator", state["task_id"]),
         level=state.get("level"), policy=policy,
-        t_first=first["latency"] if first else None, t_best=best["latency"] if best else None,
-        hot_version_seen=state.get("hot_version"),
-        exposures=tuple(
-            Exposure(item_id=a["item_id"], round=a["round"], tier=a["tier"], stage=a["stage"],
-                     relevance=a["relevance"], score=a["score"], adopted=a["adopted"], rationale=a["rationale"])
-            for a in state.get("adoption", [])
-        ),
-        rounds=tuple(
-            RoundOutcome(round=a["round"], stage=a["stage"], compiled=bool(a["compile"] and a["compile"].get("ok")),
-                         correct=a["correct"], latency=a["latency"])
-            for a in state.get("attempts", []) if a["compile"] is not None
-        ),
+        t_first=first.latency if first else None, t_best=best.latency if best else None,
+        hot_version_seen=state.get("hot_version"), exposures=tuple(exposures(state)),
+        rounds=tuple(RoundOutcome(round=a.round, stage=a.stage, compiled=a.compiled, correct=a.correct,
+                                  latency=a.latency) for a in attempts(state) if a.evaluated),
         metadata={"task_id": state["task_id"], "model": model},
     )
 
 
 def code_diff(before: Attempt, after: Attempt) -> str:
     lines: list[str] = []
-    for name in sorted(set(before["files"]) | set(after["files"])):
-        lines += difflib.unified_diff(before["files"].get(name, "").splitlines(),
-                                      after["files"].get(name, "").splitlines(), name, name, lineterm="", n=1)
+    for name in sorted(set(before.files) | set(after.files)):
+        lines += difflib.unified_diff(before.files.get(name, "").splitlines(), after.files.get(name, "").splitlines(),
+                                      name, name, lineterm="", n=1)
     return "\n".join(lines[:MAX_DIFF_LINES])
+
+
+def _first_error(attempt: Attempt) -> str:
+    assert attempt.evaluation is not None
+    compiled = attempt.evaluation.compile
+    return compiled.errors[0].message if compiled.errors else compiled.reason
 
 
 def transitions(state: EpisodeState) -> list[tuple[str, str, str]]:
     """(kind, evidence, diff) for each lesson the trajectory teaches: what fixed a compile error,
     what fixed a wrong result, what made the kernel faster."""
-    evaluated = [a for a in state.get("attempts", []) if a["compile"] is not None]
+    evaluated = [a for a in attempts(state) if a.evaluated]
     found: list[tuple[str, str, str]] = []
     for before, after in itertools.pairwise(evaluated):
-        if not before["compile"].get("ok") and after["compile"].get("ok"):
-            errors = before["compile"].get("errors") or [{"message": before["compile"].get("reason", "")}]
-            found.append(("fixed a compile error", f"compiler: {errors[0]['message']}", code_diff(before, after)))
-        elif before["compile"].get("ok") and not before["correct"] and after["correct"]:
-            message = (before.get("verify") or {}).get("message") or before["status"]
-            found.append(("fixed a wrong result", f"{before['status']}: {message}", code_diff(before, after)))
-    first, best = state.get("first_correct"), state.get("best")
-    if first and best and best["round"] != first["round"] and first["latency"] and best["latency"]:
-        found.append(("made it faster", f"{first['latency'] * 1e3:.4f} ms -> {best['latency'] * 1e3:.4f} ms",
+        if not before.compiled and after.compiled:
+            found.append(("fixed a compile error", f"compiler: {_first_error(before)}", code_diff(before, after)))
+        elif before.compiled and not before.correct and after.correct:
+            verify = before.evaluation.verify if before.evaluation else None
+            message = (verify.message if verify else "") or before.status
+            found.append(("fixed a wrong result", f"{before.status}: {message}", code_diff(before, after)))
+    first, best = first_correct(state), best_attempt(state)
+    if first and best and best.round != first.round and first.latency and best.latency:
+        found.append(("made it faster", f"{first.latency * 1e3:.4f} ms -> {best.latency * 1e3:.4f} ms",
                       code_diff(first, best)))
     return found
 
@@ -103,25 +102,21 @@ def make_rule_abstractor(resources: AgentResources, state: EpisodeState) -> Call
 
 
 def make_curator_node(resources: AgentResources) -> Callable[..., dict[str, Any]]:
-    def curator(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
-        outcome = dict(state.get("outcome") or {})
-        memory = resources.memory(runtime.context)
+    def curator(state: EpisodeState, runtime: Runtime[Any]) -> dict[str, Any]:
+        settings = resources.settings(runtime)
+        memory = resources.memory(settings)
         if memory is None or memory.read_only:
-            return {"outcome": outcome | {"memory": {"updated": False, "policy": runtime.context.policy}}}
+            return {"memory_update": as_state(MemoryUpdate(policy=settings.policy))}
         task = resources.tasks(state["task_id"])
-        record = episode_record(state, memory.policy.name, model_name(resources.models.for_role("generator")))
+        trace = episode_trace(state, memory.policy.name, model_name(resources.models.for_role("generator")))
         lessons = extract_experiences(state, resources, task.category) if memory.policy.learns else []
-        committed = memory.commit_episode(record, new_items=lessons)
-        report: dict[str, Any] = {
-            "updated": committed.applied, "policy": memory.policy.name, "terminal_score": committed.terminal_score,
-            "credits": {str(i): c for i, c in committed.credits.items()}, "new_items": committed.new_item_ids,
-            "adoption": list(state.get("adoption", [])),
-        }
-        if runtime.context.consolidate and memory.policy.uses_hot_memory:
-            result = memory.consolidate(abstract_rule=make_rule_abstractor(resources, state))
-            report["consolidation"] = {"hot_version": result.hot_version, "promoted": list(result.promoted),
-                                       "demoted": list(result.demoted), "hot": list(result.hot),
-                                       "tokens_used": result.tokens_used, "budget": result.budget}
-        return {"outcome": outcome | {"memory": report}}
+        committed = memory.commit_episode(trace, new_items=lessons)
+        consolidation = None
+        if settings.consolidate and memory.policy.uses_hot_memory:
+            consolidation = memory.consolidate(abstract_rule=make_rule_abstractor(resources, state))
+        update = MemoryUpdate(updated=committed.applied, policy=memory.policy.name,
+                              terminal_score=committed.terminal_score, credits=committed.credits,
+                              new_items=committed.new_item_ids, consolidation=consolidation)
+        return {"memory_update": as_state(update)}
 
     return curator

@@ -5,41 +5,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernelsage.graph.nodes.common import render, render_history, render_memory
+from kernelsage.graph.nodes.prompting import code_blocks, render, render_history, render_memory
 from kernelsage.graph.nodes.writer import make_writer_node
 from kernelsage.graph.resources import AgentResources
-from kernelsage.graph.state import EpisodeState
+from kernelsage.graph.state import EpisodeState, best_attempt, shown_items
+from kernelsage.tools.results import ProfileResult
 
 
-def profile_summary(profile: dict) -> str:
+def profile_summary(profile: ProfileResult | None) -> str:
     """The timing figures the optimizer needs (machine details such as thread counts stay out)."""
-    lines = [f"performance case {profile.get('case', '?')}"]
-    for side in ("candidate", "reference"):
-        timing = profile.get(side) or {}
-        if timing:
-            lines.append(f"{side}: mean {timing['mean'] * 1e3:.4f} ms, median {timing['median'] * 1e3:.4f} ms, "
-                         f"cv {timing['cv']:.3f}")
+    if profile is None:
+        return "no profile"
+    lines = [f"performance case {profile.case or '?'}"]
+    for side, timing in (("candidate", profile.candidate), ("reference", profile.reference)):
+        if timing is not None:
+            lines.append(f"{side}: mean {timing.mean * 1e3:.4f} ms, median {timing.median * 1e3:.4f} ms, "
+                         f"cv {timing.cv:.3f}")
     return "\n".join(lines)
 
 
-def optimizer_prompt(state: EpisodeState, resources: AgentResources, interface: str) -> str:
+def optimizer_prompt(state: EpisodeState, resources: AgentResources) -> str:
     task = resources.tasks(state["task_id"])
-    best = state["best"]
-    assert best is not None, "the optimizer runs only after a correct kernel"
-    reference = best.get("reference_latency")
-    latency = best.get("latency")
-    code = "\n\n".join(f"```cpp file={name}\n{source}\n```" for name, source in best["files"].items())
+    best = best_attempt(state)
+    assert best is not None and best.evaluation is not None, "the optimizer runs only after a correct kernel"
+    reference, latency = best.reference_latency, best.latency
     return render(
         "optimizer", task_id=task.id, level=task.level, category=task.category, description=task.description,
-        interface=interface, best_code=code,
+        interface=resources.interface(task.id), best_code=code_blocks(best.files),
         best_latency_ms=f"{latency * 1e3:.4f}" if latency else "?",
         reference_ms=f"{reference * 1e3:.4f}" if reference else "?",
         speedup=f"{reference / latency:.2f}" if reference and latency else "?",
-        profile=profile_summary(best.get("profile") or {}),
-        memory=render_memory(state.get("shown", [])), history=render_history(state),
+        profile=profile_summary(best.evaluation.profile),
+        memory=render_memory(shown_items(state)), history=render_history(state),
         round=state.get("round", 0) + 1, budget=state.get("budget", 30),
     )
 
 
-def make_optimizer_node(resources: AgentResources, interface: Callable[[str], str]) -> Callable[..., dict[str, Any]]:
-    return make_writer_node("optimizer", optimizer_prompt, resources, interface)
+def make_optimizer_node(resources: AgentResources) -> Callable[..., dict[str, Any]]:
+    return make_writer_node("optimizer", optimizer_prompt, resources)

@@ -8,43 +8,43 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kernelsage.graph.context import Context
+from kernelsage.graph.records import PromptItem, as_state
 from kernelsage.graph.resources import AgentResources
-from kernelsage.graph.state import EpisodeState, ShownItem
-from kernelsage.memory_backend.items import ShownItem as StoredShownItem
+from kernelsage.graph.state import EpisodeState, attempts, stage_of
+from kernelsage.memory_backend.items import ShownItem
 
 
 def retrieval_query(state: EpisodeState, description: str) -> str:
     """What the memory is asked: the task, and once something failed, the diagnosis and error signature."""
     parts = [description]
-    attempts = state.get("attempts", [])
-    last = attempts[-1] if attempts else None
-    if last is not None and not last["correct"]:
-        parts.append(f"failure: {last['status']}")
-        errors = (last.get("compile") or {}).get("errors") or []
-        if errors:
-            parts.append(f"compiler error: {errors[0]['message']}")
+    history = attempts(state)
+    last = history[-1] if history else None
+    if last is not None and not last.correct:
+        parts.append(f"failure: {last.status}")
+        if last.evaluation is not None and last.evaluation.compile.errors:
+            parts.append(f"compiler error: {last.evaluation.compile.errors[0].message}")
         if state.get("diagnosis"):
             parts.append(str(state["diagnosis"]))
-    elif state.get("stage") == "refine":
+    elif stage_of(state) == "refine":
         parts.append("make the correct kernel faster: vectorisation, tiling, parallel loops, memory traffic")
     return "\n".join(parts)
 
 
-def _shown(entry: StoredShownItem) -> ShownItem:
-    return ShownItem(id=entry.item.id, tier=entry.tier, relevance=entry.relevance, score=entry.score,
-                     text=entry.item.resident_text, code_example=entry.item.code_example)
+def prompt_item(entry: ShownItem) -> PromptItem:
+    return PromptItem(id=entry.item.id, tier=entry.tier, relevance=entry.relevance, score=entry.score,
+                      text=entry.item.resident_text, code_example=entry.item.code_example)
 
 
 def make_retrieve_node(resources: AgentResources) -> Callable[..., dict[str, Any]]:
-    def retrieve(state: EpisodeState, runtime: Runtime[Context]) -> dict[str, Any]:
-        memory = resources.memory(runtime.context)
+    def retrieve(state: EpisodeState, runtime: Runtime[Any]) -> dict[str, Any]:
+        settings = resources.settings(runtime)
+        memory = resources.memory(settings)
         if memory is None:
             return {"shown": [], "hot_version": None}
         task = resources.tasks(state["task_id"])
-        rng = random.Random(f"{runtime.context.seed}:{state.get('episode_id')}:{state.get('round', 0)}")
-        found = memory.retrieve(retrieval_query(state, task.description), k=runtime.context.top_k,
-                                stage=state.get("stage", "draft"), rng=rng)
-        return {"shown": [_shown(s) for s in found.shown], "hot_version": found.hot_version}
+        rng = random.Random(f"{settings.seed}:{state.get('episode_id')}:{state.get('round', 0)}")
+        found = memory.retrieve(retrieval_query(state, task.description), k=settings.top_k, stage=stage_of(state),
+                                rng=rng)
+        return {"shown": [as_state(prompt_item(s)) for s in found.shown], "hot_version": found.hot_version}
 
     return retrieve

@@ -1,0 +1,144 @@
+"""The typed records an episode walks through: what the prompt shows, the pending candidate, each attempt,
+the episode's outcome and its memory update.
+
+Each is kept in the graph state as JSON made by its own serialisation (`as_state`) and read back through
+it (`Model.model_validate`), so checkpointers, LangGraph Server and Studio see plain JSON while the
+code works on types. The stream writes the same records to JSONL. Records from lower layers are used as
+they are: `Exposure` (an adoption record), `Evaluation` (compile / verify / profile), `ConsolidationResult`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from kernelsage.memory_backend.items import ConsolidationResult
+from kernelsage.memory_backend.records import Stage, Tier
+from kernelsage.parsing import AdoptionRecord
+from kernelsage.tools.results import Evaluation
+
+
+class _Record(BaseModel):
+    # Readers keep working when a newer version adds fields (records outlive the code that wrote them).
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+def as_state(record: BaseModel) -> dict[str, Any]:
+    """A record as the JSON the state keeps."""
+    return record.model_dump(mode="json")
+
+
+class PromptItem(_Record):
+    """A memory item as this round's prompt shows it: a hot rule or a retrieved cold item."""
+
+    id: int
+    tier: Tier
+    relevance: float | None = None
+    score: float | None = None
+    text: str
+    code_example: str | None = None
+
+
+class PendingCandidate(_Record):
+    """A parsed answer waiting for the adoption gate: its files and the model's declarations so far."""
+
+    files: dict[str, str]
+    adoption: dict[int, AdoptionRecord] = Field(default_factory=dict)
+    asks: int = 0  # re-asks the gate needed
+
+    @property
+    def adopted_ids(self) -> list[int]:
+        return sorted(i for i, record in self.adoption.items() if record.adopted)
+
+
+class Attempt(_Record):
+    """One round: the candidate written (if any) and what the backend said about it.
+
+    A round that produced nothing to evaluate (`parse_error`, `adoption_unresolved`) has no evaluation
+    and says why in `detail`.
+    """
+
+    round: int
+    stage: Stage
+    status: str  # a backend Status value, or parse_error / adoption_unresolved
+    candidate_hash: str = ""
+    files: dict[str, str] = Field(default_factory=dict)
+    adopted: list[int] = Field(default_factory=list)  # ids the model adopted for this candidate (audit)
+    evaluation: Evaluation | None = None
+    detail: str = ""
+
+    @property
+    def evaluated(self) -> bool:
+        return self.evaluation is not None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def compiled(self) -> bool:
+        return self.evaluation is not None and self.evaluation.compiled
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def correct(self) -> bool:
+        return self.evaluation is not None and self.evaluation.correct
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def latency(self) -> float | None:
+        """Seconds per run of the candidate on the performance case, when correct."""
+        return self.evaluation.latency if self.evaluation else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reference_latency(self) -> float | None:
+        return self.evaluation.reference_latency if self.evaluation else None
+
+
+class EpisodeOutcome(_Record):
+    """The episode's result, fixed before memory changes: what evaluation reads (latencies in seconds)."""
+
+    task_id: str
+    episode_id: str
+    level: int | None = None
+    solved: bool
+    rounds: int
+    candidates: int  # rounds that produced a candidate for the backend
+    compiled: int
+    correct_candidates: int = 0
+    first_correct_round: int | None = None
+    t_first: float | None = None
+    t_best: float | None = None
+    t_reference: float | None = None
+    self_speedup: float | None = None  # t_first / t_best
+    speedup: float | None = None  # t_reference / t_best
+
+    @classmethod
+    def of(cls, *, task_id: str, episode_id: str, level: int | None, rounds: int,
+           attempts: list[Attempt]) -> EpisodeOutcome:
+        """The outcome of these attempts: the first correct one, and the fastest (the earliest among equals)."""
+        evaluated = [a for a in attempts if a.evaluated]
+        correct = [a for a in evaluated if a.correct and a.latency is not None]
+        first = correct[0] if correct else None
+        best = min(correct, key=lambda a: a.latency or 0.0) if correct else None
+        t_first = first.latency if first else None
+        t_best = best.latency if best else None
+        t_reference = best.reference_latency if best else None
+        return cls(
+            task_id=task_id, episode_id=episode_id, level=level, solved=first is not None, rounds=rounds,
+            candidates=len(evaluated), compiled=sum(1 for a in evaluated if a.compiled),
+            correct_candidates=len(correct), first_correct_round=first.round if first else None,
+            t_first=t_first, t_best=t_best, t_reference=t_reference,
+            self_speedup=t_first / t_best if t_first and t_best else None,
+            speedup=t_reference / t_best if t_reference and t_best else None,
+        )
+
+
+class MemoryUpdate(_Record):
+    """What the curator did to the memory: the ATU credits, the new experiences, consolidation."""
+
+    updated: bool = False  # False: no memory, a frozen memory, or an episode committed before
+    policy: str = ""
+    terminal_score: float | None = None
+    credits: dict[int, float] = Field(default_factory=dict)
+    new_items: list[int] = Field(default_factory=list)
+    consolidation: ConsolidationResult | None = None
