@@ -81,7 +81,7 @@ def test_langgraph_dev_serves_an_episode_to_an_sdk_client(store: MemoryStore, cp
            "LANGGRAPH_NO_VERSION_CHECK": "1", "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false",
            "KERNELSAGE_CACHE": str(tmp_path / "cache")}
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload", "--allow-blocking", "--port", str(port),
+        [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload", "--port", str(port),
          "--config", str(ROOT / "langgraph.json")],
         cwd=tmp_path, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
     )

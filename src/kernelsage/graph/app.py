@@ -8,7 +8,9 @@ server), KERNELSAGE_EMBEDDINGS. The namespace and the memory policy are per run,
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 from functools import cache, partial
 
 from langchain_core.runnables import RunnableConfig
@@ -18,9 +20,16 @@ from kernelsage.errors import ConfigurationError
 from kernelsage.graph.builder import build_graph
 from kernelsage.models.spec import model_from_spec
 
+_BUILD_LOCK = threading.Lock()  # concurrent first runs build the resources once
+
+
+def _compiled() -> CompiledStateGraph:
+    with _BUILD_LOCK:
+        return _build()
+
 
 @cache
-def _compiled() -> CompiledStateGraph:
+def _build() -> CompiledStateGraph:
     from kernelsage.memory_backend.embeddings import make_embeddings
     from kernelsage.memory_backend.store import MemoryStore
     from kernelsage.tasks.loaders import find_task, load_suite
@@ -41,6 +50,10 @@ def _compiled() -> CompiledStateGraph:
     return graph.compile(name="kernelsage-episode")
 
 
-def make_graph(config: RunnableConfig) -> CompiledStateGraph:
-    """Graph factory for LangGraph Server; resources are built on the first run and then reused."""
-    return _compiled()
+async def make_graph(config: RunnableConfig) -> CompiledStateGraph:
+    """Graph factory for LangGraph Server; resources are built on the first run and then reused.
+
+    Building them reads the suite, starts or connects the database and loads the embedding model: that
+    blocking work runs in a worker thread, never on the server's event loop (no `--allow-blocking`).
+    """
+    return await asyncio.to_thread(_compiled)
