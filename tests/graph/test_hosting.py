@@ -1,9 +1,8 @@
-"""The graph inside a host: as a subgraph, under a Postgres checkpointer, traced, with a flaky model."""
+"""The graph inside a host: under a Postgres checkpointer, traced, with a flaky model (subgraphs: test_extending)."""
 
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 import httpx2
 import openai
@@ -11,8 +10,6 @@ import pytest
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.graph import END, START, StateGraph
-from typing_extensions import TypedDict
 
 from kernelsage.errors import ModelError
 from kernelsage.graph import Context, build_graph
@@ -22,31 +19,6 @@ from kernelsage.models.scripted import ScriptedChatModel
 from kernelsage.tasks.loaders import find_task
 from tests.graph.fakes import fake_embeddings
 from tests.graph.scripts import SLOW, candidate, example_source
-
-
-class HostState(TypedDict, total=False):
-    task_id: str
-    episode_id: str
-    result: dict[str, Any]
-    summary: str
-
-
-def test_the_episode_graph_runs_as_a_subgraph_of_a_host_graph(store: MemoryStore, cpu_backend, suite, seeded,
-                                                               namespace: str) -> None:
-    model = ScriptedChatModel([candidate(SLOW)])
-    episode = build_graph(models=model, backend=cpu_backend, tasks=partial(find_task, suite),
-                          memory_store=store, embeddings=fake_embeddings()).compile()
-    host = StateGraph(HostState, context_schema=Context)
-    host.add_node("pick", lambda state: {"task_id": "l1_relu", "episode_id": f"{namespace}-host"})
-    host.add_node("episode", episode)
-    host.add_node("report", lambda state: {"summary": f"solved={state['result']['solved']}"})
-    host.add_edge(START, "pick")
-    host.add_edge("pick", "episode")
-    host.add_edge("episode", "report")
-    host.add_edge("report", END)
-    final = host.compile().invoke({}, context=Context(namespace=namespace, budget=1, top_k=2))
-    assert final["summary"] == "solved=True"
-    assert store.open(namespace, embeddings=fake_embeddings()).stats()["episodes"] == 1
 
 
 def test_an_interrupted_episode_resumes_and_changes_memory_once(store: MemoryStore, cpu_backend, suite, seeded,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -85,3 +87,10 @@ def open_pool(url: str, *, max_size: int = 4) -> ConnectionPool:
     except psycopg.Error as exc:
         raise DatabaseError(f"cannot open a connection pool to {redact(url)}: {exc}") from exc
     return pool
+
+
+@contextmanager
+def transaction(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
+    """A connection of the pool inside one transaction: committed when the block ends, rolled back on error."""
+    with pool.connection() as conn, conn.transaction():
+        yield conn

@@ -1,4 +1,4 @@
-"""Moving a memory between runs and models: one namespace as a JSONL file, and back."""
+"""Moving a memory between runs and models: one namespace as plain records, as a JSONL file, and back."""
 
 from __future__ import annotations
 
@@ -6,15 +6,109 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernelsage.errors import KernelsageError, TransferFormatError
+import psycopg
+from psycopg.types.json import Jsonb
+
+from kernelsage.errors import KernelsageError, NamespaceError, TransferFormatError
+from kernelsage.memory_backend import item_rows
+from kernelsage.memory_backend import queries as q
+from kernelsage.memory_backend.database import transaction
 from kernelsage.memory_backend.items import NamespaceInfo
-from kernelsage.memory_backend.store import MemoryStore, export_namespace, import_namespace
+from kernelsage.memory_backend.namespaces import (
+    checked_vector,
+    create_namespace,
+    current_info,
+    delete_namespace,
+    namespace_info,
+)
+
+if TYPE_CHECKING:
+    from kernelsage.memory_backend.store import MemoryStore
 
 FORMAT = "kernelsage-memory"
 FORMAT_VERSION = 1
 _DATETIME_KEYS = {"created_at", "updated_at", "promoted_at", "demoted_at", "abstracted_at", "committed_at", "at"}
+_TABLES = {record_type: table for record_type, table, _ in q.EXPORT_TABLES}
+_ITEM_REFERENCES = {"exposure", "credit", "hot_event"}
+
+# -- records: every row of a namespace, in a stable order, and back ---------------------------------
+
+
+def export_namespace(store: MemoryStore, name: str) -> Iterator[dict[str, Any]]:
+    """Yield a namespace as plain records: its header, then items, episodes, exposures, credits, hot events."""
+    with transaction(store.pool) as conn:
+        info = namespace_info(conn, name)
+        if info is None:
+            raise NamespaceError(f"namespace {name!r} does not exist")
+        yield {"type": "namespace", "name": info.name, "embedding_dim": info.embedding_dim,
+               "embedding_model": info.embedding_model, "episode_seq": info.episode_seq,
+               "hot_version": info.hot_version}
+        for record_type, table, order in q.EXPORT_TABLES:
+            cursor = conn.cursor(name=f"export_{record_type}")  # server-side: big namespaces stream
+            cursor.execute(q.EXPORT_ITEMS if record_type == "item" else q.export_rows(table, order), (info.id,))
+            for row in cursor:
+                row.pop("namespace_id")
+                if record_type == "item":
+                    row["embedding"] = [float(x) for x in row["embedding"].to_numpy()]
+                    row["adopting_ops"] = sorted(row["adopting_ops"])
+                yield {"type": record_type, **row}
+
+
+def import_namespace(store: MemoryStore, name: str, records: Iterator[dict[str, Any]]) -> NamespaceInfo:
+    """Create namespace `name` from exported records, all in one transaction.
+
+    The first record must be the namespace header. Item ids are reassigned; references follow them.
+    """
+    header = next(records, None)
+    if header is None or header.get("type") != "namespace":
+        raise NamespaceError("an import must start with the namespace record")
+    with transaction(store.pool) as conn:
+        if namespace_info(conn, name) is not None:
+            raise NamespaceError(f"namespace {name!r} exists already: import into a new name or delete it first")
+        info = create_namespace(conn, name, embedding_dim=header["embedding_dim"],
+                                embedding_model=header["embedding_model"])
+    try:
+        with transaction(store.pool) as conn:
+            ids: dict[int, int] = {}
+            for record in records:
+                _import_record(conn, info, record, ids)
+            conn.execute(q.SET_COUNTERS, (header["episode_seq"], header["hot_version"], info.id))
+            return current_info(conn, name)
+    except Exception as exc:
+        with transaction(store.pool) as conn:
+            delete_namespace(conn, name)
+        if isinstance(exc, (psycopg.Error, KeyError, TypeError)):
+            raise NamespaceError(f"import into {name!r} failed and was rolled back: {exc}") from exc
+        raise
+
+
+def _import_record(conn: psycopg.Connection, info: NamespaceInfo, record: dict[str, Any],
+                   ids: dict[int, int]) -> None:
+    """Insert one exported record; `ids` maps exported item ids to the new ones."""
+    record_type = record.pop("type")
+    if record_type not in _TABLES:
+        raise NamespaceError(f"unknown record type {record_type!r}")
+    vector = None
+    if record_type == "item":
+        old = record.pop("id")
+        ids[old] = item_rows.next_item_ids(conn, 1)[0]
+        vector = checked_vector(record.pop("embedding"), info.embedding_dim, f"item {old}")
+        record = {**record, "id": ids[old]}
+    elif record_type in _ITEM_REFERENCES:
+        if record["item_id"] not in ids:
+            raise NamespaceError(f"{record_type} refers to item {record['item_id']}, which is not exported")
+        record = {**record, "item_id": ids[record["item_id"]]}
+    for key in ("metadata", "rounds"):
+        if key in record and not isinstance(record[key], Jsonb):
+            record[key] = Jsonb(record[key])
+    conn.execute(q.insert_row(_TABLES[record_type], ["namespace_id", *record]), [info.id, *record.values()])
+    if vector is not None:
+        conn.execute(q.INSERT_ITEM_VECTOR, (record["id"], info.id, record["state"] == "hot", vector))
+
+
+# -- files ------------------------------------------------------------------------------------------
 
 
 def _json_default(value: Any) -> Any:

@@ -16,7 +16,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -135,7 +135,17 @@ def response_from_dict(data: dict[str, Any]) -> AIMessage:
     )
 
 
-class RecordingChatModel(BaseChatModel):
+class _CassetteModel(BaseChatModel):
+    """What the recorder and the replayer share: a kind that names them in traces."""
+
+    llm_kind: ClassVar[str]
+
+    @property
+    def _llm_type(self) -> str:
+        return self.llm_kind
+
+
+class RecordingChatModel(_CassetteModel):
     """Forwards every call to `inner` and appends the exchange to the JSONL cassette at `path`.
 
     The recorder's run is the one run traced: it calls the inner model's `_generate` / `_agenerate`
@@ -154,9 +164,7 @@ class RecordingChatModel(BaseChatModel):
     def __init__(self, inner: BaseChatModel, path: Path | str, **kwargs: Any) -> None:
         super().__init__(inner=inner, path=Path(path), **kwargs)
 
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
+    llm_kind: ClassVar[str] = "recording"
 
     @property
     def display_name(self) -> str:
@@ -188,24 +196,14 @@ class RecordingChatModel(BaseChatModel):
         recorder._lock = self._lock  # one file, one writer lock
         return recorder
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         result = self.inner._generate(messages, stop, run_manager, **{**self.bound_kwargs, **kwargs})
         self._record(messages, result)
         return result
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         result = await self.inner._agenerate(messages, stop, run_manager, **{**self.bound_kwargs, **kwargs})
         self._record(messages, result)
         return result
@@ -261,7 +259,7 @@ def _read_lines(path: Path) -> list[str]:
         raise ModelError(f"cassette {path} does not exist: record it first with RecordingChatModel") from exc
 
 
-class ReplayChatModel(BaseChatModel):
+class ReplayChatModel(_CassetteModel):
     """Serves a cassette back: the answer recorded for the same request key, never a live model.
 
     When one key was recorded several times (the same prompt asked again), the answers are served in the
@@ -277,9 +275,7 @@ class ReplayChatModel(BaseChatModel):
         super().__init__(path=Path(path), **kwargs)
         self._cassette = _Cassette(self.path)
 
-    @property
-    def _llm_type(self) -> str:
-        return "replay"
+    llm_kind: ClassVar[str] = "replay"
 
     @property
     def display_name(self) -> str:
@@ -296,13 +292,8 @@ class ReplayChatModel(BaseChatModel):
         bound._cassette = self._cassette
         return bound
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         key = request_key(messages, self.tools)
         answer = self._cassette.next_answer(key)
         if answer is None:

@@ -62,13 +62,8 @@ class ScriptedChatModel(BaseChatModel):
         self.bound_tool_names = [convert_to_openai_tool(tool)["function"]["name"] for tool in tools]
         return self
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         with self._lock:  # LangGraph may run nodes on several threads
             position = self._next
             self.requests.append(list(messages))

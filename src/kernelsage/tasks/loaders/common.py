@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+import torch
+
 from kernelsage.errors import TaskLoadError
 from kernelsage.tasks.model import Task
 
@@ -85,3 +87,15 @@ def level_from_path(parts: tuple[str, ...], default: int = 1) -> int:
         if match:
             return int(match.group(1))
     return default
+
+
+def reference_model(module: ModuleType, inputs: ModuleType, *, module_path: Path, inputs_path: Path,
+                    signature: str = "") -> type[torch.nn.Module]:
+    """The reference's `class Model(nn.Module)`, once `get_inputs` and `get_init_inputs` are there too."""
+    model_class = getattr(module, "Model", None)
+    if not (isinstance(model_class, type) and issubclass(model_class, torch.nn.Module)):
+        raise TaskLoadError(f"{module_path}: no `class Model(nn.Module)`")
+    for function in ("get_inputs", "get_init_inputs"):
+        if not callable(getattr(inputs, function, None)):
+            raise TaskLoadError(f"{inputs_path}: no {function}({signature}) function")
+    return model_class

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
-from kernelsage.errors import TaskLoadError
-from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path
+from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path, reference_model
 from kernelsage.tasks.loaders.module_task import module_instantiate
 from kernelsage.tasks.model import Task, TaskOrigin, TestCase
 
@@ -30,12 +27,7 @@ def task_id_for(path: Path, root: Path) -> str:
 
 def load_kernelbench_file(path: Path, root: Path) -> Task:
     module = import_file(path)
-    model_class = getattr(module, "Model", None)
-    if not (isinstance(model_class, type) and issubclass(model_class, torch.nn.Module)):
-        raise TaskLoadError(f"{path}: no `class Model(nn.Module)`")
-    for function in ("get_inputs", "get_init_inputs"):
-        if not callable(getattr(module, function, None)):
-            raise TaskLoadError(f"{path}: no {function}() function")
+    model_class = reference_model(module, module, module_path=path, inputs_path=path)
     relative = path.relative_to(root) if root.is_dir() else Path(path.name)
     parent = relative.parent.name
     category = parent if parent and not parent.lower().startswith("level") else "kernelbench"

@@ -16,10 +16,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from kernelsage.errors import TaskLoadError
-from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path
+from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path, reference_model
 from kernelsage.tasks.loaders.module_task import module_instantiate
 from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
 from kernelsage.tasks.model import Task, TaskOrigin, TestCase
@@ -90,12 +88,8 @@ def load_npu_task(folder: Path, root: Path) -> Task:
     with torch_npu_standin():
         module = import_file(validation / "module.py", extra_sys_path=validation)
         prepare = import_file(validation / "prepare_inputs.py", extra_sys_path=validation)
-    model_class = getattr(module, "Model", None)
-    if not (isinstance(model_class, type) and issubclass(model_class, torch.nn.Module)):
-        raise TaskLoadError(f"{validation / 'module.py'}: no `class Model(nn.Module)`")
-    for function in ("get_inputs", "get_init_inputs"):
-        if not callable(getattr(prepare, function, None)):
-            raise TaskLoadError(f"{validation / 'prepare_inputs.py'}: no {function}(param, device) function")
+    model_class = reference_model(module, prepare, module_path=validation / "module.py",
+                                  inputs_path=validation / "prepare_inputs.py", signature="param, device")
     relative = folder.relative_to(root) if folder != root else Path(folder.name)
     description = (folder / "api_desc.md").read_text(encoding="utf-8").strip()
     for name in ("module.py", "prepare_inputs.py"):

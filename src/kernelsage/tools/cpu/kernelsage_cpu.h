@@ -97,6 +97,19 @@ static inline double ks_attr_float(const ks_attr* attrs, int n_attrs, const char
     return a->kind == KS_ATTR_FLOAT ? a->f : (double)a->i;
 }
 
+/* The bits of a float and back, without breaking strict aliasing. */
+static inline float ks_float_from_bits(uint32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline uint32_t ks_bits_of_float(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    return x;
+}
+
 static inline float ks_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu, bits;
     if (exponent == 0) {
@@ -112,15 +125,12 @@ static inline float ks_half_to_float(uint16_t h) {
     } else {
         bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
     }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    return ks_float_from_bits(bits);
 }
 
 /* Round to nearest even. */
 static inline uint16_t ks_float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
+    uint32_t x = ks_bits_of_float(f);
     uint32_t sign = (x >> 16) & 0x8000u, abs = x & 0x7FFFFFFFu;
     if (abs >= 0x7F800000u) return (uint16_t)(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0u));
     if (abs >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* overflow to infinity */
@@ -138,15 +148,11 @@ static inline uint16_t ks_float_to_half(float f) {
 }
 
 static inline float ks_bf16_to_float(uint16_t b) {
-    uint32_t bits = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    return ks_float_from_bits((uint32_t)b << 16);
 }
 
 static inline uint16_t ks_float_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
+    uint32_t x = ks_bits_of_float(f);
     if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x40u); /* keep NaN a NaN */
     return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }

@@ -1,0 +1,97 @@
+"""The episode commit: record an episode, credit what it showed, store what it taught; and audits of it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from kernelsage.errors import EpisodeError
+from kernelsage.memory_backend import item_rows
+from kernelsage.memory_backend import queries as q
+from kernelsage.memory_backend.items import CommitResult, NamespaceInfo, NewItem
+from kernelsage.memory_backend.namespaces import counters
+from kernelsage.memory_backend.params import SageParams
+from kernelsage.memory_backend.policies import MemoryPolicy
+from kernelsage.memory_backend.records import EpisodeTrace, Exposure, ItemStats, RoundOutcome
+from kernelsage.memory_backend.tokens import TokenCounter
+
+
+def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
+                   episode: EpisodeTrace, new_items: Sequence[NewItem], vectors: Sequence[np.ndarray],
+                   count_tokens: TokenCounter) -> CommitResult:
+    """Record an episode, apply the policy's credit and store the experiences it produced (`new_items`
+    with their `vectors`). Run it in one transaction; a repeated episode id changes nothing."""
+    seq = counters(conn, info, for_update=True)["episode_seq"] + 1  # serialises and numbers the commits
+    previous = conn.execute(q.EPISODE_SCORE, (info.id, episode.episode_id)).fetchone()
+    if previous is not None:
+        added = conn.execute(q.EPISODE_NEW_ITEMS, (info.id, episode.episode_id)).fetchall()
+        return CommitResult(episode_id=episode.episode_id, applied=False, terminal_score=previous["terminal_score"],
+                            credits={i: c[0] for i, c in episode_credits(conn, info, episode.episode_id).items()},
+                            new_item_ids=[r["id"] for r in added])
+    shown = sorted({e.item_id for e in episode.exposures})
+    rows = item_rows.fetch_stats(conn, q.STATS_OF_SHOWN_FOR_UPDATE, {"seq": seq, "ns": info.id, "ids": shown})
+    stats = {s.item_id: s for s, _ in rows}
+    unknown = [i for i in shown if i not in stats]
+    if unknown:
+        raise EpisodeError(f"episode {episode.episode_id!r} shows items {unknown} "
+                           f"that namespace {info.name!r} does not hold")
+    update = policy.apply_episode(episode, stats, params)
+    _insert_episode(conn, info.id, policy.name, episode, seq, update.terminal_score)
+    _write_learning(conn, info.id, episode.episode_id, stats, update.stats, update.credits)
+    conn.execute(q.SET_EPISODE_SEQ, (seq, info.id))
+    new_ids = item_rows.insert_items(conn, info.id, [replace(item, source_episode=episode.episode_id)
+                                                     for item in new_items], vectors, seq, count_tokens)
+    return CommitResult(episode_id=episode.episode_id, applied=True, terminal_score=update.terminal_score,
+                        credits=update.credits, new_item_ids=new_ids)
+
+
+def _insert_episode(conn: psycopg.Connection, namespace_id: int, policy: str, episode: EpisodeTrace, seq: int,
+                    z: float) -> None:
+    conn.execute(q.INSERT_EPISODE, (
+        namespace_id, episode.episode_id, seq, policy, episode.operator, episode.level, episode.t_first,
+        episode.t_best, z, episode.hot_version_seen, Jsonb([r.__dict__ for r in episode.rounds]),
+        Jsonb(episode.metadata),
+    ))
+    with conn.cursor().copy(q.COPY_EXPOSURES) as copy:
+        for e in episode.exposures:
+            copy.write_row((namespace_id, episode.episode_id, e.item_id, e.round, e.tier, e.stage,
+                            e.relevance, e.score, e.adopted, e.rationale))
+
+
+def _write_learning(conn: psycopg.Connection, namespace_id: int, episode_id: str, before: dict[int, ItemStats],
+                    after: dict[int, ItemStats], credits: dict[int, float]) -> None:
+    if not after:
+        return
+    ids = sorted(after)
+    new = [after[i] for i in ids]
+    conn.execute(q.UPDATE_STATISTICS, (
+        ids, [s.utility for s in new], [s.n_ret for s in new], [s.n_ret_cold for s in new],
+        [s.n_ado for s in new], [Jsonb(sorted(s.adopting_ops)) for s in new], [s.access for s in new],
+        [s.q_draft for s in new], [s.q_refine for s in new],
+    ))
+    with conn.cursor().copy(q.COPY_CREDITS) as copy:
+        for i in ids:
+            copy.write_row((namespace_id, episode_id, i, credits.get(i, 0.0), before[i].utility, after[i].utility))
+
+
+def episode_credits(conn: psycopg.Connection, info: NamespaceInfo,
+                    episode_id: str) -> dict[int, tuple[float, float, float]]:
+    """Stored (credit, utility before, utility after) per item of one committed episode, for audits."""
+    rows = conn.execute(q.EPISODE_CREDITS, (info.id, episode_id)).fetchall()
+    return {r["item_id"]: (r["credit"], r["utility_before"], r["utility_after"]) for r in rows}
+
+
+def load_episode(conn: psycopg.Connection, info: NamespaceInfo, episode_id: str) -> EpisodeTrace:
+    """A committed episode as it was recorded, so its credit can be recomputed and audited."""
+    row = conn.execute(q.EPISODE, (info.id, episode_id)).fetchone()
+    if row is None:
+        raise EpisodeError(f"namespace {info.name!r} has no episode {episode_id!r}")
+    exposures = conn.execute(q.EPISODE_EXPOSURES, (info.id, episode_id)).fetchall()
+    return EpisodeTrace(
+        **{**row, "rounds": tuple(RoundOutcome(**r) for r in row["rounds"])},
+        exposures=tuple(Exposure(**e) for e in exposures),
+    )

@@ -1,0 +1,122 @@
+"""The schema of the memory as numbered migrations (SQL text only; schema.py applies them).
+
+A migration is never edited once released: a change to the schema is a new, higher version.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (
+        1,
+        "namespaces, items, episodes, exposures, credits, hot-memory history",
+        """
+        CREATE TABLE ks_namespaces (
+            id serial PRIMARY KEY,
+            name text NOT NULL UNIQUE,
+            embedding_dim int NOT NULL CHECK (embedding_dim BETWEEN 1 AND 2000),
+            embedding_model text NOT NULL,
+            episode_seq bigint NOT NULL DEFAULT 0,
+            hot_version bigint NOT NULL DEFAULT 0,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE ks_items (
+            id bigserial PRIMARY KEY,
+            namespace_id int NOT NULL REFERENCES ks_namespaces(id) ON DELETE CASCADE,
+            kind text NOT NULL DEFAULT 'experience',
+            text text NOT NULL,
+            evidence text NOT NULL DEFAULT '',
+            code_example text,
+            operator text,
+            source_episode text,
+            tokens int NOT NULL CHECK (tokens > 0),
+            rule_text text,
+            rule_tokens int CHECK (rule_tokens > 0),
+            abstracted_at timestamptz,
+            utility double precision NOT NULL DEFAULT 0,
+            n_ret int NOT NULL DEFAULT 0,
+            n_ret_cold int NOT NULL DEFAULT 0,
+            n_ado int NOT NULL DEFAULT 0,
+            adopting_ops text[] NOT NULL DEFAULT '{}',
+            access double precision NOT NULL DEFAULT 0,
+            q_draft double precision NOT NULL DEFAULT 0,
+            q_refine double precision NOT NULL DEFAULT 0,
+            state text NOT NULL DEFAULT 'cold' CHECK (state IN ('cold', 'validated', 'hot')),
+            eligible_banked bigint NOT NULL DEFAULT 0,
+            eligible_since bigint,
+            metadata jsonb NOT NULL DEFAULT '{}',
+            created_at timestamptz NOT NULL DEFAULT now(),
+            updated_at timestamptz NOT NULL DEFAULT now(),
+            promoted_at timestamptz,
+            demoted_at timestamptz
+        );
+        -- Statistics change after every episode, so leave room on each page for HOT updates.
+        ALTER TABLE ks_items SET (fillfactor = 85);
+        CREATE INDEX ks_items_namespace_state ON ks_items (namespace_id, state);
+        -- Vectors live apart from the statistics: an episode commit never touches an HNSW index.
+        -- `resident` mirrors state = 'hot' (changed only on promotion and demotion) so the
+        -- filtered vector search needs no join.
+        CREATE TABLE ks_item_vectors (
+            item_id bigint PRIMARY KEY REFERENCES ks_items(id) ON DELETE CASCADE,
+            namespace_id int NOT NULL REFERENCES ks_namespaces(id) ON DELETE CASCADE,
+            resident boolean NOT NULL DEFAULT false,
+            embedding vector NOT NULL
+        );
+        CREATE TABLE ks_episodes (
+            namespace_id int NOT NULL REFERENCES ks_namespaces(id) ON DELETE CASCADE,
+            episode_id text NOT NULL,
+            seq bigint NOT NULL,
+            policy text NOT NULL,
+            operator text NOT NULL,
+            level int,
+            t_first double precision,
+            t_best double precision,
+            terminal_score double precision NOT NULL,
+            hot_version_seen bigint,
+            rounds jsonb NOT NULL DEFAULT '[]',
+            metadata jsonb NOT NULL DEFAULT '{}',
+            committed_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (namespace_id, episode_id)
+        );
+        CREATE TABLE ks_exposures (
+            namespace_id int NOT NULL,
+            episode_id text NOT NULL,
+            item_id bigint NOT NULL REFERENCES ks_items(id) ON DELETE CASCADE,
+            round int NOT NULL,
+            tier text NOT NULL CHECK (tier IN ('hot', 'cold')),
+            stage text NOT NULL CHECK (stage IN ('draft', 'refine')),
+            relevance double precision,
+            score double precision,
+            adopted boolean NOT NULL,
+            rationale text NOT NULL DEFAULT '',
+            PRIMARY KEY (namespace_id, episode_id, item_id, round),
+            FOREIGN KEY (namespace_id, episode_id) REFERENCES ks_episodes ON DELETE CASCADE
+        );
+        CREATE TABLE ks_credits (
+            namespace_id int NOT NULL,
+            episode_id text NOT NULL,
+            item_id bigint NOT NULL REFERENCES ks_items(id) ON DELETE CASCADE,
+            credit double precision NOT NULL,
+            utility_before double precision NOT NULL,
+            utility_after double precision NOT NULL,
+            PRIMARY KEY (namespace_id, episode_id, item_id),
+            FOREIGN KEY (namespace_id, episode_id) REFERENCES ks_episodes ON DELETE CASCADE
+        );
+        CREATE TABLE ks_hot_events (
+            namespace_id int NOT NULL REFERENCES ks_namespaces(id) ON DELETE CASCADE,
+            hot_version bigint NOT NULL,
+            item_id bigint NOT NULL REFERENCES ks_items(id) ON DELETE CASCADE,
+            event text NOT NULL CHECK (event IN ('promoted', 'demoted')),
+            priority double precision,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        """,
+    ),
+)
+
+MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(%s, 0)"
+CREATE_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS ks_schema_migrations ("
+    "version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+)
+APPLIED_MIGRATIONS = "SELECT version FROM ks_schema_migrations ORDER BY version"
+RECORD_MIGRATION = "INSERT INTO ks_schema_migrations (version, name) VALUES (%s, %s)"

@@ -1,0 +1,117 @@
+"""Namespaces: one memory each, with a fixed embedding dimension and model and its own vector index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import psycopg
+from langchain_core.embeddings import Embeddings
+from psycopg_pool import ConnectionPool
+
+from kernelsage.errors import EmbeddingDimensionError, NamespaceError
+from kernelsage.memory_backend import queries as q
+from kernelsage.memory_backend.database import transaction
+from kernelsage.memory_backend.embeddings import embedding_name
+from kernelsage.memory_backend.items import NamespaceInfo
+
+MAX_DIM = 2000  # pgvector's HNSW limit for `vector`
+
+
+def deleted(name: str) -> NamespaceError:
+    """The error for a handle whose namespace was deleted while it was open."""
+    return NamespaceError(f"namespace {name!r} was deleted")
+
+
+def checked_vector(values: Sequence[float] | np.ndarray, dim: int, what: str) -> np.ndarray:
+    """`values` as a float32 vector, checked against the namespace's dimension and for NaN and infinity."""
+    array = np.asarray(values, dtype=np.float32)
+    if array.ndim != 1 or array.shape[0] != dim:
+        raise EmbeddingDimensionError(
+            f"{what} has dimension {array.shape[-1] if array.ndim else 0}, but this namespace stores "
+            f"{dim}-dimensional embeddings; use the embedding model the namespace was created with"
+        )
+    if not np.all(np.isfinite(array)):
+        raise EmbeddingDimensionError(f"{what} contains NaN or infinite values")
+    return array
+
+
+def list_namespaces(conn: psycopg.Connection) -> list[NamespaceInfo]:
+    return [NamespaceInfo(**r) for r in conn.execute(q.NAMESPACES).fetchall()]
+
+
+def namespace_info(conn: psycopg.Connection, name: str) -> NamespaceInfo | None:
+    row = conn.execute(q.NAMESPACE_BY_NAME, (name,)).fetchone()
+    return NamespaceInfo(**row) if row else None
+
+
+def current_info(conn: psycopg.Connection, name: str) -> NamespaceInfo:
+    """The namespace as it is now (counters included); an error when it no longer exists."""
+    info = namespace_info(conn, name)
+    if info is None:
+        raise deleted(name)
+    return info
+
+
+def counters(conn: psycopg.Connection, info: NamespaceInfo, *, for_update: bool = False) -> dict[str, int]:
+    """The namespace's episode sequence and hot-memory version; `for_update` locks its row until the
+    transaction ends, which serialises the commits (and numbers them) and the hot-memory changes."""
+    row = conn.execute(q.COUNTERS_FOR_UPDATE if for_update else q.COUNTERS, (info.id,)).fetchone()
+    if row is None:
+        raise deleted(info.name)
+    return row
+
+
+def _dimension_mismatch(name: str, stored: int, asked: int) -> EmbeddingDimensionError:
+    return EmbeddingDimensionError(f"namespace {name!r} stores {stored}-dimensional embeddings, not {asked}")
+
+
+def create_namespace(conn: psycopg.Connection, name: str, *, embedding_dim: int,
+                     embedding_model: str) -> NamespaceInfo:
+    """Create a namespace (idempotent when the dimension agrees) and its vector index."""
+    if not name or len(name) > 200:
+        raise NamespaceError("a namespace name must be 1 to 200 characters long")
+    if not 1 <= embedding_dim <= MAX_DIM:
+        raise EmbeddingDimensionError(f"embedding dimension {embedding_dim} is outside 1..{MAX_DIM}")
+    conn.execute(q.INSERT_NAMESPACE, (name, embedding_dim, embedding_model))
+    info = namespace_info(conn, name)
+    assert info is not None
+    if info.embedding_dim != embedding_dim:
+        raise _dimension_mismatch(name, info.embedding_dim, embedding_dim)
+    conn.execute(q.create_vector_index(info.id, embedding_dim))
+    return info
+
+
+def delete_namespace(conn: psycopg.Connection, name: str) -> bool:
+    """Delete a namespace with everything in it; False when there was none of that name."""
+    row = conn.execute(q.DELETE_NAMESPACE, (name,)).fetchone()
+    if row is not None:
+        conn.execute(q.drop_vector_index(row["id"]))
+    return row is not None
+
+
+def resolve(pool: ConnectionPool, name: str, *, embeddings: Embeddings | None, embedding_dim: int | None,
+            create: bool) -> NamespaceInfo:
+    """The namespace a handle opens: created on first use when `create`, else it must exist; the
+    dimension and the embedding model asked for must agree with the ones it was created with."""
+    with transaction(pool) as conn:
+        info = namespace_info(conn, name)
+        known = [n.name for n in list_namespaces(conn)] if info is None and not create else []
+    model = embedding_name(embeddings) if embeddings is not None else "precomputed"
+    if info is None:
+        if not create:
+            raise NamespaceError(f"namespace {name!r} does not exist (known: {', '.join(known) or 'none'})")
+        if embedding_dim is None:
+            if embeddings is None:
+                raise NamespaceError(f"creating namespace {name!r} needs embeddings or an embedding_dim")
+            embedding_dim = len(embeddings.embed_query("kernelsage dimension probe"))
+        with transaction(pool) as conn:
+            return create_namespace(conn, name, embedding_dim=embedding_dim, embedding_model=model)
+    if embedding_dim is not None and embedding_dim != info.embedding_dim:
+        raise _dimension_mismatch(name, info.embedding_dim, embedding_dim)
+    if embeddings is not None and info.embedding_model not in (model, "precomputed"):
+        raise NamespaceError(
+            f"namespace {name!r} was built with embeddings {info.embedding_model!r}, not {model!r}: "
+            "searching it with another model's vectors would return unrelated items"
+        )
+    return info

@@ -1,0 +1,219 @@
+"""Every SQL statement of the memory, as named constants; the Python logic lives in the concern modules.
+
+The schema itself, the numbered migrations, is SQL text too, in migrations.py. Values always travel
+as parameters. Only identifiers that vary (a namespace's vector index, the dimension and id it is
+defined on, the tables of an export) are composed, with `psycopg.sql`, in the functions at the end.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+LOCK_CLASS = 0x4B53  # advisory-lock key space of kernelsage ("KS"); the second key is the namespace id
+
+# -- namespaces -------------------------------------------------------------------------------------
+
+_NAMESPACE_COLUMNS = "id, name, embedding_dim, embedding_model, episode_seq, hot_version, created_at"
+NAMESPACES = f"SELECT {_NAMESPACE_COLUMNS} FROM ks_namespaces ORDER BY name"
+NAMESPACE_BY_NAME = f"SELECT {_NAMESPACE_COLUMNS} FROM ks_namespaces WHERE name = %s"
+INSERT_NAMESPACE = (
+    "INSERT INTO ks_namespaces (name, embedding_dim, embedding_model) VALUES (%s, %s, %s) "
+    "ON CONFLICT (name) DO NOTHING"
+)
+DELETE_NAMESPACE = "DELETE FROM ks_namespaces WHERE name = %s RETURNING id"
+COUNTERS = "SELECT episode_seq, hot_version FROM ks_namespaces WHERE id = %s"
+COUNTERS_FOR_UPDATE = COUNTERS + " FOR UPDATE"  # serialises the commits and consolidations of a namespace
+SET_EPISODE_SEQ = "UPDATE ks_namespaces SET episode_seq = %s WHERE id = %s"
+SET_HOT_VERSION = "UPDATE ks_namespaces SET hot_version = %s WHERE id = %s"
+SET_COUNTERS = "UPDATE ks_namespaces SET episode_seq = %s, hot_version = %s WHERE id = %s"
+
+# -- items ------------------------------------------------------------------------------------------
+
+_ITEM_COLUMNS = (
+    "id, kind, text, evidence, code_example, operator, source_episode, rule_text, tokens, rule_tokens, "
+    "utility, n_ret, n_ret_cold, n_ado, adopting_ops, access, q_draft, q_refine, state, metadata, "
+    "created_at, updated_at, promoted_at, demoted_at"
+)
+NEXT_ITEM_IDS = "SELECT nextval('ks_items_id_seq') AS id FROM generate_series(1, %s)"
+COPY_ITEMS = (
+    "COPY ks_items (id, namespace_id, kind, text, evidence, code_example, operator, source_episode, "
+    "tokens, metadata, eligible_since) FROM STDIN"
+)
+COPY_ITEM_VECTORS = "COPY ks_item_vectors (item_id, namespace_id, embedding) FROM STDIN"
+ITEM = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND id = %s"
+ITEMS_BY_IDS = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE id = ANY(%s) ORDER BY id"
+COUNT_ITEMS = "SELECT count(*) AS n FROM ks_items WHERE namespace_id = %s AND (%s::text IS NULL OR kind = %s)"
+LIST_ITEMS = (
+    f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND (%s::text IS NULL OR state = %s) "
+    "ORDER BY utility DESC, id LIMIT %s"
+)
+HOT_ITEMS = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND state = 'hot' ORDER BY id"
+
+# Statistics as ItemStats fields (see item_rows.fetch_stats), with `seq` for the eligible-episode count.
+_STATS = (
+    "SELECT id, utility, n_ret, n_ret_cold, n_ado, adopting_ops, access, q_draft, q_refine, state, "
+    "COALESCE(rule_tokens, tokens), eligible_banked + COALESCE(%(seq)s - eligible_since, 0), "
+    "rule_text IS NOT NULL FROM ks_items WHERE "
+)
+STATS_OF_SHOWN_FOR_UPDATE = _STATS + "namespace_id = %(ns)s AND id = ANY(%(ids)s) ORDER BY id FOR UPDATE"
+STATS_OF_IDS = _STATS + "id = ANY(%(ids)s)"
+# A superset of the items that can pass the validation gate (ugc.is_validated decides).
+STATS_OF_GATE_CANDIDATES = _STATS + "namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
+
+# -- retrieval --------------------------------------------------------------------------------------
+
+# Iterative scans keep a filtered HNSW search from returning fewer rows than asked for.
+SEARCH_SETTINGS = "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true)"
+
+# -- the episode commit -----------------------------------------------------------------------------
+
+EPISODE_SCORE = "SELECT terminal_score FROM ks_episodes WHERE namespace_id = %s AND episode_id = %s"
+EPISODE_CREDITS = (
+    "SELECT item_id, credit, utility_before, utility_after FROM ks_credits "
+    "WHERE namespace_id = %s AND episode_id = %s"
+)
+EPISODE_NEW_ITEMS = "SELECT id FROM ks_items WHERE namespace_id = %s AND source_episode = %s ORDER BY id"
+INSERT_EPISODE = (
+    "INSERT INTO ks_episodes (namespace_id, episode_id, seq, policy, operator, level, t_first, t_best, "
+    "terminal_score, hot_version_seen, rounds, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+COPY_EXPOSURES = (
+    "COPY ks_exposures (namespace_id, episode_id, item_id, round, tier, stage, relevance, score, adopted, "
+    "rationale) FROM STDIN"
+)
+UPDATE_STATISTICS = (
+    "UPDATE ks_items AS t SET utility = u.utility, n_ret = u.n_ret, n_ret_cold = u.n_ret_cold, "
+    "n_ado = u.n_ado, adopting_ops = ARRAY(SELECT jsonb_array_elements_text(u.ops)), access = u.access, "
+    "q_draft = u.q_draft, q_refine = u.q_refine, updated_at = now() "
+    "FROM unnest(%s::bigint[], %s::float8[], %s::int[], %s::int[], %s::int[], %s::jsonb[], %s::float8[], "
+    "%s::float8[], %s::float8[]) AS u(id, utility, n_ret, n_ret_cold, n_ado, ops, access, q_draft, q_refine) "
+    "WHERE t.id = u.id"
+)
+COPY_CREDITS = (
+    "COPY ks_credits (namespace_id, episode_id, item_id, credit, utility_before, utility_after) FROM STDIN"
+)
+EPISODE = (
+    "SELECT episode_id, operator, level, policy, t_first, t_best, hot_version_seen, rounds, metadata "
+    "FROM ks_episodes WHERE namespace_id = %s AND episode_id = %s"
+)
+EPISODE_EXPOSURES = (
+    "SELECT item_id, round, tier, stage, relevance, score, adopted, rationale FROM ks_exposures "
+    "WHERE namespace_id = %s AND episode_id = %s ORDER BY round, item_id"
+)
+
+# -- consolidation ----------------------------------------------------------------------------------
+
+CONSOLIDATION_LOCK = "SELECT pg_advisory_lock(%s, %s)"
+CONSOLIDATION_UNLOCK = "SELECT pg_advisory_unlock(%s, %s)"
+SET_STATES = (
+    "UPDATE ks_items AS t SET state = c.state, updated_at = now() "
+    "FROM unnest(%s::bigint[], %s::text[]) AS c(id, state) WHERE t.id = c.id"
+)
+SET_RULES = (
+    "UPDATE ks_items AS t SET rule_text = r.text, rule_tokens = r.tokens, abstracted_at = now(), "
+    "updated_at = now() FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS r(id, text, tokens) "
+    "WHERE t.id = r.id"
+)
+PROMOTE = (
+    "UPDATE ks_items AS t SET state = 'hot', access = p.access, promoted_at = now(), updated_at = now(), "
+    "eligible_banked = t.eligible_banked + (%s - COALESCE(t.eligible_since, %s)), eligible_since = NULL "
+    "FROM unnest(%s::bigint[], %s::float8[]) AS p(id, access) WHERE t.id = p.id"
+)
+DEMOTE = (
+    "UPDATE ks_items SET state = 'validated', eligible_since = %s, demoted_at = now(), updated_at = now() "
+    "WHERE id = ANY(%s)"
+)
+SET_RESIDENT = "UPDATE ks_item_vectors SET resident = item_id = ANY(%s) WHERE item_id = ANY(%s)"
+INSERT_HOT_EVENTS = (
+    "INSERT INTO ks_hot_events (namespace_id, hot_version, item_id, event, priority) "
+    "SELECT %s, %s, e.id, e.event, e.priority FROM unnest(%s::bigint[], %s::text[], %s::float8[]) "
+    "AS e(id, event, priority)"
+)
+
+# -- statistics -------------------------------------------------------------------------------------
+
+SNAPSHOT = (
+    "SELECT state, kind, utility, COALESCE(rule_tokens, tokens) AS tokens FROM ks_items "
+    "WHERE namespace_id = %s ORDER BY id"
+)
+COUNT_BY_STATE = "SELECT state, count(*) AS n FROM ks_items WHERE namespace_id = %s GROUP BY state"
+ITEM_SUMMARY = (
+    "SELECT count(*) AS items, avg(utility) AS mean_utility, "
+    "coalesce(sum(COALESCE(rule_tokens, tokens)) FILTER (WHERE state = 'hot'), 0) AS hot_tokens, "
+    "coalesce(sum(n_ado), 0) AS adoptions, coalesce(sum(n_ret), 0) AS exposures "
+    "FROM ks_items WHERE namespace_id = %s"
+)
+EPISODE_SUMMARY = (
+    "SELECT count(*) AS n, count(*) FILTER (WHERE t_first IS NOT NULL) AS solved "
+    "FROM ks_episodes WHERE namespace_id = %s"
+)
+
+# -- transfer ---------------------------------------------------------------------------------------
+
+EXPORT_TABLES: tuple[tuple[str, str, str], ...] = (
+    # (record type, table, order) — items first: the rest refers to them by their exported id
+    ("item", "ks_items", "id"),
+    ("episode", "ks_episodes", "seq, episode_id"),
+    ("exposure", "ks_exposures", "episode_id, round, item_id"),
+    ("credit", "ks_credits", "episode_id, item_id"),
+    ("hot_event", "ks_hot_events", "hot_version, item_id, event"),
+)
+EXPORT_ITEMS = (
+    "SELECT i.*, v.embedding FROM ks_items i JOIN ks_item_vectors v ON v.item_id = i.id "
+    "WHERE i.namespace_id = %s ORDER BY i.id"
+)
+INSERT_ITEM_VECTOR = (
+    "INSERT INTO ks_item_vectors (item_id, namespace_id, resident, embedding) VALUES (%s, %s, %s, %s)"
+)
+
+
+# -- composed statements: identifiers that vary -----------------------------------------------------
+
+
+def _vector_index(namespace_id: int) -> sql.Identifier:
+    return sql.Identifier(f"ks_item_vectors_hnsw_ns{namespace_id}")
+
+
+def create_vector_index(namespace_id: int, dim: int) -> sql.Composed:
+    """One partial HNSW index per namespace: a search never sees another namespace's vectors, and the
+    namespace filter costs nothing."""
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {index} ON ks_item_vectors USING hnsw "
+        "((embedding::vector({dim})) vector_cosine_ops) WHERE namespace_id = {ns}"
+    ).format(index=_vector_index(namespace_id), dim=sql.Literal(dim), ns=sql.Literal(namespace_id))
+
+
+def drop_vector_index(namespace_id: int) -> sql.Composed:
+    return sql.SQL("DROP INDEX IF EXISTS {}").format(_vector_index(namespace_id))
+
+
+def nearest_items(namespace_id: int, dim: int, *, exclude_resident: bool) -> sql.Composed:
+    """The items nearest to %(q)s, at most %(n)s, with their cosine similarity as `relevance`.
+
+    Dimension and namespace are literals so the planner matches the namespace's partial index.
+    """
+    column = sql.SQL("embedding::vector({})").format(sql.Literal(dim))
+    return sql.SQL(
+        "SELECT {cols}, nearest.relevance FROM ("
+        "SELECT item_id, 1 - ({column} <=> %(q)s) AS relevance FROM ks_item_vectors "
+        "WHERE namespace_id = {ns} {resident} ORDER BY {column} <=> %(q)s LIMIT %(n)s"
+        ") AS nearest JOIN ks_items ON ks_items.id = nearest.item_id"
+    ).format(
+        cols=sql.SQL(_ITEM_COLUMNS), column=column, ns=sql.Literal(namespace_id),
+        resident=sql.SQL("AND NOT resident") if exclude_resident else sql.SQL(""),
+    )
+
+
+def export_rows(table: str, order: str) -> sql.Composed:
+    """Every row of one of EXPORT_TABLES for namespace %s; `table` and `order` come from that constant."""
+    return sql.SQL("SELECT * FROM {} WHERE namespace_id = %s ORDER BY {}").format(
+        sql.Identifier(table), sql.SQL(order))  # type: ignore[arg-type]  # fixed text of EXPORT_TABLES
+
+
+def insert_row(table: str, columns: list[str]) -> sql.Composed:
+    """INSERT of one row into `table` with these columns, all values as placeholders."""
+    return sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+        sql.Identifier(table),
+        sql.SQL(", ").join(map(sql.Identifier, columns)),
+        sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+    )
