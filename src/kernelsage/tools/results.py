@@ -132,6 +132,9 @@ class Timing(Record):
     minimum: float
     warmup: int
     reps: int
+    stdev: float = 0.0
+    ci_low: float = 0.0  # ~95% interval of the median (order statistics); 0 when not measured
+    ci_high: float = 0.0
 
 
 class ProfileResult(Record):
