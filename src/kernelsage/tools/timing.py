@@ -43,8 +43,8 @@ def median_interval(samples: Sequence[float], z: float = 1.96) -> tuple[float, f
     ordered = sorted(samples)
     n = len(ordered)
     half_width = z * math.sqrt(n) / 2
-    low = max(int(math.floor(n / 2 - half_width)), 0)
-    high = min(int(math.ceil(n / 2 + half_width)), n - 1)
+    low = max(math.floor(n / 2 - half_width), 0)
+    high = min(math.ceil(n / 2 + half_width), n - 1)
     return ordered[low], ordered[high]
 
 
