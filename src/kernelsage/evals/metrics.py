@@ -131,8 +131,13 @@ def deduplicate(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
 
 
 def measured_speedup(record: EpisodeRecord) -> float | None:
-    """T_reference / T_best of a solved operator, or None when it was not (validly) measured."""
-    return _latency_ratio(record.t_reference, record.t_best, record.speedup) if record.solved else None
+    """T_reference / T_best of a solved operator as credited (1.0 where the measured noise hides the
+    difference, see docs/timing.md), or None when it was not (validly) measured."""
+    if not record.solved:
+        return None
+    if _is_positive(record.speedup):
+        return record.speedup
+    return _latency_ratio(record.t_reference, record.t_best, None)
 
 
 def measured_self_speedup(record: EpisodeRecord) -> float | None:

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from kernelsage.memory_backend.items import ConsolidationResult
 from kernelsage.memory_backend.records import Stage, Tier
 from kernelsage.parsing import AdoptionRecord
-from kernelsage.tools.results import Evaluation
+from kernelsage.tools.results import Evaluation, Timing
+from kernelsage.tools.timing import clearly_faster, clearly_faster_relative
 
 
 class _Record(BaseModel):
@@ -93,6 +94,25 @@ class Attempt(_Record):
     def reference_latency(self) -> float | None:
         return self.evaluation.reference_latency if self.evaluation else None
 
+    def _timings(self) -> tuple[Timing, Timing] | None:
+        profile = self.evaluation.profile if self.evaluation else None
+        if not self.correct or profile is None or profile.candidate is None or profile.reference is None:
+            return None
+        return profile.candidate, profile.reference
+
+    def clearly_faster_than(self, other: Attempt) -> bool:
+        """Faster than `other` beyond the measured noise (each relative to its own run's reference)."""
+        mine, theirs = self._timings(), other._timings()
+        return mine is not None and theirs is not None and clearly_faster_relative(*mine, *theirs)
+
+    def reference_comparison(self) -> int:
+        """+1 when clearly faster than the reference, -1 when clearly slower, 0 when the noise hides it."""
+        timings = self._timings()
+        if timings is None:
+            return 0
+        candidate, reference = timings
+        return 1 if clearly_faster(candidate, reference) else -1 if clearly_faster(reference, candidate) else 0
+
 
 class EpisodeOutcome(_Record):
     """The episode's result, fixed before memory changes: what evaluation reads (latencies in seconds)."""
@@ -110,27 +130,42 @@ class EpisodeOutcome(_Record):
     t_best: float | None = None
     t_reference: float | None = None
     self_speedup: float | None = None  # t_first / t_best
-    speedup: float | None = None  # t_reference / t_best
+    speedup: float | None = None  # t_reference / t_best; 1.0 when the measured noise hides the difference
+    measured_speedup: float | None = None  # t_reference / t_best as measured, noise or not
 
     @classmethod
     def of(cls, *, task_id: str, episode_id: str, level: int | None, rounds: int,
            attempts: list[Attempt]) -> EpisodeOutcome:
-        """The outcome of these attempts: the first correct one, and the fastest (the earliest among equals)."""
+        """The outcome of these attempts: the first correct one and the best, where a later kernel replaces
+        the best only when it is faster beyond the measured noise (`best_of`)."""
         evaluated = [a for a in attempts if a.evaluated]
         correct = [a for a in evaluated if a.correct and a.latency is not None]
         first = correct[0] if correct else None
-        best = min(correct, key=lambda a: a.latency or 0.0) if correct else None
+        best = best_of(correct)
         t_first = first.latency if first else None
         t_best = best.latency if best else None
         t_reference = best.reference_latency if best else None
+        measured = t_reference / t_best if t_reference and t_best else None
         return cls(
             task_id=task_id, episode_id=episode_id, level=level, solved=first is not None, rounds=rounds,
             candidates=len(evaluated), compiled=sum(1 for a in evaluated if a.compiled),
             correct_candidates=len(correct), first_correct_round=first.round if first else None,
             t_first=t_first, t_best=t_best, t_reference=t_reference,
             self_speedup=t_first / t_best if t_first and t_best else None,
-            speedup=t_reference / t_best if t_reference and t_best else None,
+            speedup=measured if best is not None and best.reference_comparison() != 0 else
+            (1.0 if measured is not None else None),
+            measured_speedup=measured,
         )
+
+
+def best_of(correct: list[Attempt]) -> Attempt | None:
+    """The best of correct attempts in round order: a later one replaces the best only when it is clearly
+    faster (beyond the measured noise), so noise never counts as improvement."""
+    best: Attempt | None = None
+    for attempt in correct:
+        if best is None or attempt.clearly_faster_than(best):
+            best = attempt
+    return best
 
 
 class MemoryUpdate(_Record):

@@ -11,6 +11,10 @@ from kernelsage.tools.results import Timing
 
 DEFAULT_WARMUP = 5
 DEFAULT_REPS = 100
+# A kernel measured in another run must be this much faster, relative to its run's reference, besides the
+# intervals not overlapping: the intervals see the noise within a run, not all of the drift between runs
+# (reconstruction; METHOD.md is silent, see docs/timing.md).
+MIN_RELATIVE_GAIN = 0.05
 
 
 def no_sync() -> None:
@@ -57,3 +61,30 @@ def timing_from_samples(samples: Sequence[float], *, warmup: int) -> Timing:
     low, high = median_interval(samples)
     return Timing(mean=mean, median=statistics.median(samples), cv=stdev / mean if mean > 0 else 0.0,
                   minimum=min(samples), warmup=warmup, reps=len(samples), stdev=stdev, ci_low=low, ci_high=high)
+
+
+def has_interval(timing: Timing) -> bool:
+    return 0 < timing.ci_low <= timing.ci_high
+
+
+def clearly_faster(fast: Timing, slow: Timing) -> bool:
+    """`fast` beats `slow` beyond the measured noise: its median's interval lies wholly below `slow`'s.
+
+    Use it for two timings taken side by side in one run (a candidate and its reference). Without
+    intervals nothing counts as faster.
+    """
+    return has_interval(fast) and has_interval(slow) and fast.ci_high < slow.ci_low
+
+
+def clearly_faster_relative(fast: Timing, fast_reference: Timing, slow: Timing, slow_reference: Timing) -> bool:
+    """`fast` beats `slow` beyond the noise when each was measured in its own run beside the reference.
+
+    Each time is taken relative to the reference measured interleaved with it in the same run, which
+    cancels what changed between the runs (load, clock, cache state); the interval of a ratio is taken
+    from the ends of the two intervals, so it is never narrower than either.
+    """
+    if not all(has_interval(t) for t in (fast, fast_reference, slow, slow_reference)):
+        return False
+    fast_high = fast.ci_high / fast_reference.ci_low
+    slow_low = slow.ci_low / slow_reference.ci_high
+    return fast_high < slow_low * (1 - MIN_RELATIVE_GAIN)

@@ -27,7 +27,7 @@ def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any
             if state.get("first_correct") is None:
                 update |= {"first_correct": as_state(attempt), "stage": "refine"}
             best = best_attempt(state)
-            if best is None or best.latency is None or attempt.latency < best.latency:
+            if best is None or attempt.clearly_faster_than(best):
                 update["best"] = as_state(attempt)
             update["diagnosis"] = None
         return update
