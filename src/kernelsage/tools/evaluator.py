@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from kernelsage.tasks.model import Task
 from kernelsage.tools.backend import KernelBackend
+from kernelsage.tools.redaction import redact_record
 from kernelsage.tools.results import Candidate, Evaluation
 
 LOG_TAIL = 4000  # the parsed errors carry what matters; a full build log can be long
 
 
 def evaluate_candidate(backend: KernelBackend, task: Task, files: dict[str, str]) -> Evaluation:
-    """Compile, then verify, then profile; stops at the first step that fails."""
+    """Compile, then verify, then profile; stops at the first step that fails. Secret values are redacted
+    from every text of the result (it is kept in the state and shown to the model)."""
+    return redact_record(_evaluate(backend, task, files))
+
+
+def _evaluate(backend: KernelBackend, task: Task, files: dict[str, str]) -> Evaluation:
     compiled = backend.compile(Candidate(task_id=task.id, files=files))
     compiled = compiled.model_copy(update={"log": compiled.log[-LOG_TAIL:]})
     if not compiled.ok or compiled.artifact is None:

@@ -16,6 +16,7 @@ from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState, attempts
 from kernelsage.models.factory import model_name
 from kernelsage.tools.agent_tools import KernelSession, make_kernel_tools
+from kernelsage.tools.redaction import redact
 
 MAX_TOOL_ROUNDS = 4  # tool calls before the model must answer
 
@@ -76,7 +77,7 @@ def make_diagnostician_node(resources: AgentResources) -> Callable[..., dict[str
             for call in answer.tool_calls:
                 tool = by_name.get(call["name"])
                 output = tool.invoke(call["args"]) if tool else f"unknown tool {call['name']!r}"
-                messages.append(ToolMessage(content=str(output), tool_call_id=call["id"] or call["name"]))
+                messages.append(ToolMessage(content=redact(str(output)), tool_call_id=call["id"] or call["name"]))
         return {"diagnosis": diagnosis or f"The last candidate failed with {attempt.status}; see the evidence."}
 
     return diagnostician
