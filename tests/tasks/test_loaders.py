@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kernelsage.errors import TaskLoadError, UnknownTaskError
-from kernelsage.tasks.loaders import detect_format, find_task, load_suite, load_task
+from kernelsage.tasks.loaders import detect_format, find_task, load_suite, load_task, suite_root
 from kernelsage.tasks.model import describe_interface
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -21,10 +21,44 @@ def _problem(report, name: str) -> str:
     return matches[0]
 
 
-def test_formats_are_detected():
+def test_formats_are_detected_at_a_repository_root_or_any_folder_below():
     assert detect_format(FIXTURES / "suite") == "suite"
-    assert detect_format(FIXTURES / "kernelbench") == "kernelbench"
-    assert detect_format(FIXTURES / "npukernelbench") == "npukernelbench"
+    assert detect_format(suite_root(FIXTURES / "kernelbench")) == "kernelbench"
+    assert detect_format(suite_root(FIXTURES / "npukernelbench")) == "npukernelbench"
+    assert detect_format(suite_root(FIXTURES / "multikernelbench")) == "kernelbench"
+    assert suite_root(FIXTURES / "multikernelbench") == FIXTURES / "multikernelbench" / "reference"
+    # The repository's own scripts (kernelbench/scripts, multikernelbench/dataset.py) are not tasks.
+    assert not any("scripts" in p.path or "dataset" in p.path for p in load_suite(FIXTURES / "kernelbench").problems)
+
+
+def test_the_level_comes_from_the_layout_wherever_the_suite_path_points():
+    level2 = load_suite(FIXTURES / "kernelbench" / "KernelBench" / "level2")
+    assert [(t.id, t.level) for t in level2.tasks] == [("7_Linear_Sum_Dim", 2)]
+    root = load_suite(FIXTURES / "kernelbench")
+    assert {t.id: t.level for t in root.tasks} == {"level1/1_Scaled_Tanh": 1, "level2/7_Linear_Sum_Dim": 2}
+
+
+def test_a_suite_where_nothing_loads_is_an_error(tmp_path):
+    with pytest.raises(TaskLoadError, match="no task loaded as npukernelbench"):
+        load_suite(FIXTURES / "kernelbench", "npukernelbench")
+    (tmp_path / "notes.txt").write_text("no tasks here")
+    with pytest.raises(TaskLoadError, match="no task files found"):
+        load_suite(tmp_path)
+
+
+def test_multikernelbench_files_and_their_input_groups_load():
+    report = load_suite(FIXTURES / "multikernelbench")
+    assert sorted(t.id for t in report.tasks) == ["activation/leaky_relu", "npukernelbench_level2/3_layer_norm"]
+    norm = find_task(report, "npukernelbench_level2/3_layer_norm")
+    assert norm.level == 2 and [c.name for c in norm.cases] == ["group_0", "group_1"]
+    assert norm.perf_case.name == "group_0"  # upstream times the first group
+    instance = norm.instantiate(norm.cases[1], 0)
+    assert tuple(instance.inputs["x"].shape) == (2, 8, 64) and instance.attrs == {"normalized_shape": (64,)}
+    (out,) = instance.reference()  # forward imports torch_npu when called: the stand-in serves it
+    torch.testing.assert_close(out, torch.nn.functional.layer_norm(
+        instance.inputs["x"], (64,), instance.inputs["weight"], instance.inputs["bias"]))
+    relu = find_task(report, "activation/leaky_relu")
+    assert relu.level == 1 and relu.instantiate(relu.cases[0], 0).attrs == {"negative_slope": 0.05}
 
 
 def test_broken_suite_files_are_reported_and_the_rest_loads():
@@ -62,7 +96,8 @@ def test_kernelbench_syntax_error_names_file_and_line(tmp_path):
     (tmp_path / "level2").mkdir()
     (tmp_path / "level2" / "9_Broken.py").write_text(
         "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n")
-    (tmp_path / "level2" / "10_Fine.py").write_text((FIXTURES / "kernelbench" / "level1" / "1_Scaled_Tanh.py").read_text())
+    (tmp_path / "level2" / "10_Fine.py").write_text(
+        (FIXTURES / "kernelbench" / "KernelBench" / "level1" / "1_Scaled_Tanh.py").read_text())
     report = load_suite(tmp_path, "kernelbench")
     assert [task.id for task in report.tasks] == ["level2/10_Fine"]
     assert "9_Broken.py:5: SyntaxError" in _problem(report, "9_Broken.py")
@@ -76,15 +111,17 @@ def test_kernelbench_inputs_follow_the_seed():
 
 def test_npukernelbench_tasks_load_and_run_without_torch_npu():
     report = load_suite(FIXTURES / "npukernelbench")
+    # question/ holds the model's templates (with an api_desc.md of its own): not a task
     assert sorted(t.id for t in report.tasks) == ["level1/Activation/GeluCustom", "level2/Norm/RmsNormCustom"]
     assert "at least one case row" in _problem(report, "NoCases")
-    assert "torch_npu" not in sys.modules  # the stand-in was only there while loading
+    for standin in ("torch_npu", "kernel_gen_ops", "framework"):
+        assert standin not in sys.modules  # the stand-ins were only there while loading
 
     gelu = find_task(report, "level1/Activation/GeluCustom")
     assert gelu.level == 1 and gelu.category == "Activation"
     assert [c.name for c in gelu.cases] == ["case_1", "case_2", "case_3"]
     assert gelu.perf_case.name == "case_3"  # the largest
-    assert gelu.cases[1]["shape"] == [3, 5, 7]
+    assert gelu.cases[1]["shape"] == "[3, 5, 7]" and gelu.cases[1]["tolerance"] == 0.01  # as pandas reads it
     instance = gelu.instantiate(gelu.cases[1], 0)
     (out,) = instance.reference()
     assert out.shape == (3, 5, 7)
@@ -93,11 +130,20 @@ def test_npukernelbench_tasks_load_and_run_without_torch_npu():
     norm = find_task(report, "level2/Norm/RmsNormCustom")
     instance = norm.instantiate(norm.cases[0], 0)
     assert list(instance.inputs) == ["x", "gamma"] and instance.attrs == {"eps": 1e-6}
-    assert "eps from the test case" in norm.description
+    assert "eps from the test case" in norm.description and norm.custom_check is None
+
+
+def test_npukernelbench_custom_precision_checks_are_honoured():
+    gelu = find_task(load_suite(FIXTURES / "npukernelbench"), "level1/Activation/GeluCustom")
+    case = gelu.cases[0]
+    (expected,) = gelu.instantiate(case, 0).reference()
+    assert gelu.custom_check(case, (expected,), (expected + 0.005,))  # within the task's own 0.01
+    assert not gelu.custom_check(case, (expected,), (expected + 0.5,))
+    assert not gelu.custom_check(case, (expected,), (expected * float("nan"),))
 
 
 def test_tasks_load_again_from_their_origin():
-    for source in ("builtin", FIXTURES / "kernelbench", FIXTURES / "npukernelbench"):
+    for source in ("builtin", FIXTURES / "kernelbench", FIXTURES / "npukernelbench", FIXTURES / "multikernelbench"):
         for task in load_suite(source).tasks[:3]:
             again = load_task(task.origin, task.id)
             assert again.id == task.id and [c.name for c in again.cases] == [c.name for c in task.cases]
@@ -106,13 +152,12 @@ def test_tasks_load_again_from_their_origin():
 def test_bad_csv_row_names_file_and_line(tmp_path):
     folder = tmp_path / "level1" / "Op" / "Bad"
     (folder / "validation").mkdir(parents=True)
-    source = FIXTURES / "npukernelbench" / "level1" / "Activation" / "GeluCustom"
+    source = FIXTURES / "npukernelbench" / "tasks" / "level1" / "Activation" / "GeluCustom"
     for name in ("api_desc.md", "validation/module.py", "validation/prepare_inputs.py"):
         (folder / name).write_text((source / name).read_text())
     (folder / "validation" / "test_cases.csv").write_text("case_id;shape;dtype\n1;[2, 3]\n")
-    report = load_suite(tmp_path, "npukernelbench")
-    assert not report.tasks
-    assert "test_cases.csv:2: 2 fields, the header has 3" in report.problems[0].message
+    with pytest.raises(TaskLoadError, match=r"test_cases\.csv:2: 2 fields, the header has 3"):
+        load_suite(tmp_path, "npukernelbench")
 
 
 def test_unknown_task_and_missing_suite_are_clear_errors():

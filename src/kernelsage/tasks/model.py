@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 Scalar = int | float | bool | str | tuple[int, ...]
+CustomCheck = Callable[["TestCase", tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]], bool]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ class Task:
     instantiate: Callable[[TestCase, int], CaseInstance]
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     origin: TaskOrigin | None = None
+    # The suite's own precision rule, replacing the element-wise tolerance check where a suite defines one
+    # (NPUKernelBench's custom_check_precision): (case, expected outputs, actual outputs) -> passed.
+    custom_check: CustomCheck | None = None
 
     def tolerance(self, dtype: str) -> Tolerance:
         """The task's own tolerance for a dtype, else the default for it."""
@@ -111,22 +115,11 @@ def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:
 
 
 def describe_interface(task: Task, case: TestCase | None = None) -> str:
-    """The C ABI view of a task for one case: inputs, outputs and attributes in the order the kernel sees them.
+    """The C ABI view of one case (default: the first): inputs, outputs and attributes in the order the kernel
+    sees them, worked out without allocating the case's tensors (see `kernelsage.tasks.interface`)."""
+    from kernelsage.tasks.interface import case_interface  # that module builds on this one
 
-    Runs the reference once on the case (use a small case) to learn the output shapes.
-    """
-    case = case or task.cases[0]
-    instance = task.instantiate(case, 0)
-    with torch.inference_mode():
-        outputs = instance.reference()
-    lines = [f"case {case.name}:"]
-    for position, (name, tensor) in enumerate(instance.inputs.items()):
-        lines.append(f"  inputs[{position}] {name}: {str(tensor.dtype).removeprefix('torch.')} {list(tensor.shape)}")
-    for position, tensor in enumerate(outputs):
-        lines.append(f"  outputs[{position}]: {str(tensor.dtype).removeprefix('torch.')} {list(tensor.shape)}")
-    for name, value in instance.attrs.items():
-        lines.append(f"  attr {name} = {value!r}")
-    return "\n".join(lines)
+    return case_interface(task, case or task.cases[0]).describe()
 
 
 def define_task(

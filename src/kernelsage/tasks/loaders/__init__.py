@@ -1,4 +1,5 @@
-"""Load task suites: our own format, KernelBench-style files, NPUKernelBench-style folders."""
+"""Load task suites: our own format, KernelBench and MultiKernelBench files, NPUKernelBench folders, each as
+its repository lays it out (at the repository root or any folder below)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from kernelsage.tasks.loaders.suite import load_suite_dir, load_suite_file
 from kernelsage.tasks.model import Task, TaskOrigin
 from kernelsage.tasks.suites import BUILTIN_SUITE
 
-FORMATS = ("auto", "suite", "kernelbench", "npukernelbench")
+FORMATS = ("auto", "suite", "kernelbench", "multikernelbench", "npukernelbench")
 
 __all__ = ["FORMATS", "LoadProblem", "LoadReport", "detect_format", "find_task", "load_suite", "load_task"]
 
@@ -27,11 +28,24 @@ def resolve_source(source: str | Path) -> Path:
     return path.resolve()  # absolute: the sandbox worker loads tasks again from another directory
 
 
+# Where each suite's repository keeps its tasks, below its root.
+TASK_FOLDERS = {"KernelBench": "kernelbench", "reference": "kernelbench", "tasks": "npukernelbench"}
+
+
+def suite_root(path: Path) -> Path:
+    """The folder that holds the tasks when `path` is a suite repository's root (KernelBench/,
+    MultiKernelBench's reference/, NPUKernelBench's tasks/), else `path` itself."""
+    if path.is_dir():
+        for folder in TASK_FOLDERS:
+            if (path / folder).is_dir() and not (path / "validation").is_dir():
+                return path / folder
+    return path
+
+
 def detect_format(path: Path) -> str:
     """Guess a suite's format from its files."""
     if path.is_dir():
-        if (path / "api_desc.md").is_file() or any(path.rglob("api_desc.md")) \
-                or any(p.is_dir() for p in path.rglob("validation")):
+        if (path / "validation" / "module.py").is_file() or any(path.rglob("validation/module.py")):
             return "npukernelbench"
         files = [p for p in path.rglob("*.py") if not p.name.startswith("_")]
     else:
@@ -49,10 +63,16 @@ def load_suite(source: str | Path = "builtin", format: str = "auto") -> LoadRepo
     """Load every task of a suite; broken tasks are reported in `problems` and skipped."""
     if format not in FORMATS:
         raise TaskLoadError(f"unknown task format {format!r}; choose one of {', '.join(FORMATS)}")
-    root = resolve_source(source)
+    root = suite_root(resolve_source(source))
     chosen = detect_format(root) if format == "auto" else format
-    loader = {"suite": load_suite_dir, "kernelbench": load_kernelbench_dir, "npukernelbench": load_npu_dir}[chosen]
-    return loader(root)
+    loader = {"suite": load_suite_dir, "kernelbench": load_kernelbench_dir, "multikernelbench": load_kernelbench_dir,
+              "npukernelbench": load_npu_dir}[chosen]
+    report = loader(root)
+    if not report.tasks:
+        problems = "; ".join(f"{p.path}: {p.message}" for p in report.problems[:3])
+        raise TaskLoadError(f"{root}: no task loaded as {chosen}" + (f" ({problems})" if problems else
+                                                                    " (no task files found; check --format)"))
+    return report
 
 
 def load_task(origin: TaskOrigin, task_id: str) -> Task:
@@ -63,7 +83,7 @@ def load_task(origin: TaskOrigin, task_id: str) -> Task:
             if task.id == task_id:
                 return task
         raise UnknownTaskError(f"{path}: defines no task {task_id!r}")
-    if origin.format == "kernelbench":
+    if origin.format in ("kernelbench", "multikernelbench"):
         return load_kernelbench_file(path, root)
     if origin.format == "npukernelbench":
         return load_npu_task(path, root)

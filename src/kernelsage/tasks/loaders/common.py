@@ -81,21 +81,22 @@ def _line_in(exc: BaseException, path: Path) -> str:
 
 
 def level_from_path(parts: tuple[str, ...], default: int = 1) -> int:
-    """The N of a 'levelN' (or 'level_N') directory in a task's path, else `default`."""
+    """The N of the first 'levelN' directory among `parts` ('level_N', and a suffix as in
+    MultiKernelBench's 'npukernelbench_level2', count too), else `default`."""
     for part in parts:
-        match = re.fullmatch(r"level[_-]?(\d+)", part, flags=re.IGNORECASE)
+        match = re.search(r"(?:^|_)level[_-]?(\d+)$", part, flags=re.IGNORECASE)
         if match:
             return int(match.group(1))
     return default
 
 
 def reference_model(module: ModuleType, inputs: ModuleType, *, module_path: Path, inputs_path: Path,
-                    signature: str = "") -> type[torch.nn.Module]:
-    """The reference's `class Model(nn.Module)`, once `get_inputs` and `get_init_inputs` are there too."""
+                    signature: str = "", factory: str = "get_inputs") -> type[torch.nn.Module]:
+    """The reference's `class Model(nn.Module)`, once the input factory and `get_init_inputs` are there too."""
     model_class = getattr(module, "Model", None)
     if not (isinstance(model_class, type) and issubclass(model_class, torch.nn.Module)):
         raise TaskLoadError(f"{module_path}: no `class Model(nn.Module)`")
-    for function in ("get_inputs", "get_init_inputs"):
+    for function in (factory, "get_init_inputs"):
         if not callable(getattr(inputs, function, None)):
             raise TaskLoadError(f"{inputs_path}: no {function}({signature}) function")
     return model_class

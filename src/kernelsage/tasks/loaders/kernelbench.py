@@ -1,16 +1,41 @@
 """KernelBench-style tasks: one .py file per operator with `Model`, `get_inputs()` and `get_init_inputs()`.
 
-The files carry one input configuration, so a task has one test case ("default"), which is also its
-performance case; fresh random inputs per trial still vary the values.
+A KernelBench file carries one input configuration, so its task has one test case ("default"), which is
+also its performance case; fresh random inputs per trial still vary the values. MultiKernelBench's
+NPU-derived files define `get_input_groups()` instead (one group of inputs per line of a JSON file beside
+them): each group is a test case, and the first is the performance case, as upstream times it.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import torch
+
+from kernelsage.errors import TaskLoadError
 from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path, reference_model
 from kernelsage.tasks.loaders.module_task import module_instantiate
+from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
 from kernelsage.tasks.model import Task, TaskOrigin, TestCase
+
+
+@contextmanager
+def offline_hub() -> Iterator[None]:
+    """Level-4 files build Hugging Face models when imported: without the network they must fail at once,
+    not retry for minutes. The hub libraries read these switches when they are imported."""
+    switches = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    saved = {name: os.environ.get(name) for name in switches}
+    os.environ.update({name: value for name, value in switches.items() if saved[name] is None})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
 
 
 def kernelbench_files(root: Path) -> list[Path]:
@@ -25,22 +50,67 @@ def task_id_for(path: Path, root: Path) -> str:
     return path.relative_to(root).with_suffix("").as_posix()
 
 
+def suite_level(path: Path, root: Path) -> int:
+    """The N of the nearest `levelN` folder on the task's path, inside the suite or the suite folder itself."""
+    return level_from_path(tuple(reversed(path.parent.parts)))
+
+
 def load_kernelbench_file(path: Path, root: Path) -> Task:
-    module = import_file(path)
-    model_class = reference_model(module, module, module_path=path, inputs_path=path)
+    with offline_hub(), torch_npu_standin():
+        try:
+            module = import_file(path)
+        except TaskLoadError as exc:
+            if "huggingface" in str(exc).lower() or "offline" in str(exc).lower():
+                raise TaskLoadError(f"{path}: builds a Hugging Face model, which needs the network "
+                                    "(the hub is switched off here)") from exc
+            raise
+    groups = getattr(module, "get_input_groups", None)
+    model_class = reference_model(module, module, module_path=path, inputs_path=path,
+                                  factory="get_input_groups" if callable(groups) else "get_inputs")
     relative = path.relative_to(root) if root.is_dir() else Path(path.name)
     parent = relative.parent.name
     category = parent if parent and not parent.lower().startswith("level") else "kernelbench"
     doc = (module.__doc__ or model_class.__doc__ or "").strip()
     description = (f"{doc}\n\n" if doc else "") + f"Reference (PyTorch, {path.name}):\n" + path.read_text()
-    default = TestCase(name="default")
+    if callable(groups):
+        cases = tuple(TestCase(name=f"group_{i}", params={"group": i}) for i in range(count_groups(groups, path)))
+        make_inputs = lambda case: groups()[case["group"]]  # noqa: E731 - the suite draws every group at once
+    else:
+        cases = (TestCase(name="default"),)
+        make_inputs = lambda case: module.get_inputs()  # noqa: E731
     return Task(
-        id=task_id_for(path, root), level=level_from_path(relative.parts), category=category,
-        description=description, cases=(default,), perf_case=default,
-        instantiate=module_instantiate(model_class, lambda case: module.get_inputs(),
-                                       lambda case: module.get_init_inputs()),
+        id=task_id_for(path, root), level=suite_level(path, root), category=category,
+        description=description, cases=cases, perf_case=cases[0],
+        instantiate=module_instantiate(model_class, make_inputs, lambda case: module.get_init_inputs()),
         origin=TaskOrigin(format="kernelbench", root=str(root), path=str(path)),
     )
+
+
+def count_groups(groups: Callable[[], list[Any]], path: Path) -> int:
+    """How many input groups a file defines, counted without allocating them where possible: on the meta
+    device, else from the lines of the JSON file of cases beside it (MultiKernelBench's layout), else by
+    drawing them."""
+    try:
+        with torch.device("meta"):
+            return _nonempty(len(groups()), path)
+    except TaskLoadError:
+        raise
+    except Exception:
+        pass  # an operator without a meta kernel: count another way
+    cases = path.with_suffix(".json")
+    if cases.is_file():
+        return _nonempty(sum(1 for line in cases.read_text(encoding="utf-8").splitlines() if line.strip()), path)
+    try:
+        count = len(groups())
+    except Exception as exc:
+        raise TaskLoadError(f"{path}: get_input_groups() failed: {type(exc).__name__}: {exc}") from exc
+    return _nonempty(count, path)
+
+
+def _nonempty(count: int, path: Path) -> int:
+    if count == 0:
+        raise TaskLoadError(f"{path}: get_input_groups() returned no groups")
+    return count
 
 
 def load_kernelbench_dir(root: Path) -> LoadReport:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
 from kernelsage.tasks.model import CaseInstance, Scalar, TestCase, as_outputs
 
 
@@ -50,9 +51,10 @@ def module_instantiate(
         torch.manual_seed(seed)
         np.random.seed(seed % 2**32)
         random.seed(seed)
-        init_args = list(make_init_inputs(case))
-        model = model_class(*init_args).eval()
-        forward_args = list(make_inputs(case))
+        with torch_npu_standin():
+            init_args = list(make_init_inputs(case))
+            model = model_class(*init_args)  # training mode, as the suites build it (BatchNorm uses batch statistics)
+            forward_args = list(make_inputs(case))
         inputs: dict[str, torch.Tensor] = {}
         attrs: dict[str, Scalar] = {}
         for name, value in zip(_parameter_names(model.forward, len(forward_args)), forward_args, strict=True):
@@ -72,7 +74,7 @@ def module_instantiate(
                 attrs[name if name not in attrs else f"init_{name}"] = attr
 
         def reference() -> tuple[torch.Tensor, ...]:
-            with torch.no_grad():
+            with torch.no_grad(), torch_npu_standin():  # some references import torch_npu when called
                 return as_outputs(model(*forward_args))
 
         return CaseInstance(inputs, attrs, reference)

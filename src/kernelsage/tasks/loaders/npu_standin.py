@@ -1,9 +1,15 @@
-"""A stand-in `torch_npu` module so NPUKernelBench reference files load and run on a CPU-only machine.
+"""Stand-ins for the modules NPUKernelBench task files import, so they load and run on a CPU-only machine.
 
-Those files `import torch_npu` at top level, and the real package cannot be imported without the Ascend
-toolkit. The stand-in is placed in `sys.modules` only while such a file is executed, and only when no
-`torch_npu` is loaded already. Device set-up calls become no-ops; any other use (an NPU-only operator)
-raises an error that says why, so a reference that needs the NPU fails clearly instead of computing wrong.
+- `torch_npu` (imported at top level by every reference; the real package cannot be imported without the
+  Ascend toolkit): device set-up calls become no-ops; any other use (an NPU-only operator) raises an error
+  that says why, so a reference that needs the NPU fails clearly instead of computing wrong.
+- `kernel_gen_ops`, the compiled module of the candidate's op that the suite's `ModelNew` imports: kernelsage
+  never runs `ModelNew` (candidates go through its backend), so any use of it raises.
+- `framework.utils`, the suite's own helpers, of which task files use `check_precision` inside their
+  `custom_check_precision`: served by kernelsage's implementation of the same rule (`tasks.precision`).
+
+Each stand-in is placed in `sys.modules` only while such a file is executed, and only when no module of
+that name is loaded already (a real `torch_npu`, or the suite's own `framework` on `sys.path`).
 """
 
 from __future__ import annotations
@@ -43,30 +49,63 @@ class _Attribute:
                              "(torch_npu is a stand-in here)")
 
 
-class _StandinModule(types.ModuleType):
-    def __getattr__(self, name: str) -> _Attribute:
+class _CandidateOps:
+    """`kernel_gen_ops`: what the suite's ModelNew calls; never available to a reference."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __getattr__(self, name: str) -> _CandidateOps:
         if name.startswith("__"):
             raise AttributeError(name)
-        return _Attribute(f"torch_npu.{name}")
+        return _CandidateOps(f"{self._path}.{name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise NpuUnavailable(f"{self._path} is the candidate's compiled op module: kernelsage evaluates "
+                             "candidates through its backend, never through the suite's ModelNew")
 
 
-def make_standin() -> types.ModuleType:
-    module = _StandinModule("torch_npu", __doc__)
-    module.__dict__["__kernelsage_standin__"] = True
-    return module
+class _StandinModule(types.ModuleType):
+    def __init__(self, name: str, attribute: type[_Attribute] | type[_CandidateOps] = _Attribute) -> None:
+        super().__init__(name, __doc__)
+        self.__dict__["__kernelsage_standin__"] = True
+        self.__dict__["_attribute"] = attribute
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._attribute(f"{self.__name__}.{name}")
+
+
+def _framework_utils() -> types.ModuleType:
+    from kernelsage.tasks.precision import check_precision
+
+    utils = types.ModuleType("framework.utils", "kernelsage's stand-in for NPUKernelBench's framework helpers")
+    utils.check_precision = check_precision  # type: ignore[attr-defined]
+    return utils
+
+
+def standin_packages() -> dict[str, dict[str, types.ModuleType]]:
+    """The stand-in modules, grouped by the top-level package they stand in for."""
+    framework = types.ModuleType("framework")
+    utils = _framework_utils()
+    framework.utils = utils  # type: ignore[attr-defined]
+    return {
+        "torch_npu": {name: _StandinModule(name) for name in ("torch_npu", "torch_npu.contrib", "torch_npu.npu")},
+        "kernel_gen_ops": {"kernel_gen_ops": _StandinModule("kernel_gen_ops", _CandidateOps)},
+        "framework": {"framework": framework, "framework.utils": utils},
+    }
 
 
 @contextmanager
 def torch_npu_standin() -> Iterator[None]:
-    """Provide the stand-in as `torch_npu` (and `torch_npu.contrib`) for the duration of the block."""
-    if "torch_npu" in sys.modules:
-        yield
-        return
-    standin = make_standin()
-    names = {"torch_npu": standin, "torch_npu.contrib": make_standin(), "torch_npu.npu": make_standin()}
-    sys.modules.update(names)
+    """Provide the stand-ins (torch_npu, kernel_gen_ops, framework.utils) for the duration of the block,
+    each package only where no real one of that name is loaded."""
+    added = {name: module for top, modules in standin_packages().items() if top not in sys.modules
+             for name, module in modules.items()}
+    sys.modules.update(added)
     try:
         yield
     finally:
-        for name in names:
+        for name in added:
             sys.modules.pop(name, None)

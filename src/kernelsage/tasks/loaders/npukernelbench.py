@@ -16,48 +16,66 @@ import math
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from kernelsage.errors import TaskLoadError
 from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path, reference_model
 from kernelsage.tasks.loaders.module_task import module_instantiate
 from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
-from kernelsage.tasks.model import Task, TaskOrigin, TestCase
+from kernelsage.tasks.model import CustomCheck, Task, TaskOrigin, TestCase
 
-DEVICE = "cpu"
+
+def _device() -> str:
+    """Where the suite's factories should put tensors: the CPU, or the meta device while an interface is
+    worked out (`torch.device("meta")` is then the default; the factories take the device explicitly)."""
+    return "meta" if torch.get_default_device().type == "meta" else "cpu"
 
 
 def task_folders(root: Path) -> list[Path]:
-    """Every folder under root (or root itself) that looks like a task: it has validation/ or api_desc.md."""
-    if (root / "validation").is_dir() or (root / "api_desc.md").is_file():
+    """Every folder under root (or root itself) that is a task: it has `validation/module.py`. (The
+    `question/` and `answer/` folders inside a task hold templates and solutions, not tasks.)"""
+    if (root / "validation" / "module.py").is_file():
         return [root]
-    found = {p.parent for p in root.rglob("api_desc.md")} | {p.parent for p in root.rglob("validation")
-                                                            if p.is_dir()}
-    return sorted(found)
+    return sorted(p.parent.parent for p in root.rglob("validation/module.py")
+                  if not {"question", "answer"} & set(p.relative_to(root).parts[:-2]))
 
 
-def _literal(text: str) -> Any:
-    text = text.strip()
+_BOOLEANS = {"true": True, "false": False}
+
+
+def _column(cells: list[str]) -> list[Any]:
+    """One CSV column typed as upstream reads it (pandas `read_csv`, then integral floats made ints):
+    numbers stay numbers, empty cells are NaN, everything else (shapes such as `[32, 1024]`) stays a string,
+    which the suite's own `prepare_inputs.py` parses."""
+    present = [cell for cell in cells if cell]
+    if present and all(cell.lower() in _BOOLEANS for cell in present) and len(present) == len(cells):
+        return [_BOOLEANS[cell.lower()] for cell in cells]
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
+        numbers = [float(cell) if cell else math.nan for cell in cells]
+    except ValueError:
+        return [cell if cell else math.nan for cell in cells]
+    if len(present) == len(cells) and all(n.is_integer() for n in numbers):
+        return [int(n) for n in numbers]
+    return numbers
 
 
 def parse_test_cases(path: Path) -> list[TestCase]:
-    """The rows of a ';'-separated test_cases.csv as test cases."""
+    """The rows of a ';'-separated test_cases.csv as test cases, with upstream's cell types."""
     if not path.is_file():
         raise TaskLoadError(f"{path}: missing (each task needs validation/test_cases.csv)")
     with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle, delimiter=";"))
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
+        rows = [row for row in csv.reader(handle, delimiter=";") if any(cell.strip() for cell in row)]
     if len(rows) < 2:
         raise TaskLoadError(f"{path}: needs a header row and at least one case row")
     header = [cell.strip() for cell in rows[0]]
-    cases = []
     for number, row in enumerate(rows[1:], start=2):
         if len(row) != len(header):
             raise TaskLoadError(f"{path}:{number}: {len(row)} fields, the header has {len(header)}")
-        params = {name: _literal(cell) for name, cell in zip(header, row, strict=True)}
-        case_id = params.get("case_id", params.get("id", number - 1))
+    columns = [_column([row[i].strip() for row in rows[1:]]) for i in range(len(header))]
+    cases = []
+    for index in range(len(rows) - 1):
+        params = {name: column[index] for name, column in zip(header, columns, strict=True)}
+        case_id = params.get("case_id", index)
         dtype = params.get("dtype", "float32")
         cases.append(TestCase(name=f"case_{case_id}", params=params,
                               dtype=dtype if isinstance(dtype, str) else "float32"))
@@ -67,10 +85,20 @@ def parse_test_cases(path: Path) -> list[TestCase]:
     return cases
 
 
+def _shape_like(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return None
+    return value
+
+
 def case_size(case: TestCase) -> int:
     """Product of the integers in the case's shape-like values (a proxy for its amount of work)."""
     total = 0
-    for value in case.params.values():
+    for raw in case.params.values():
+        value = _shape_like(raw)
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
             total += math.prod(value)
         elif isinstance(value, (list, tuple)):
@@ -101,11 +129,30 @@ def load_npu_task(folder: Path, root: Path) -> Task:
         cases=tuple(cases), perf_case=perf,
         instantiate=module_instantiate(
             model_class,
-            lambda case: prepare.get_inputs(dict(case.params), DEVICE),
-            lambda case: prepare.get_init_inputs(dict(case.params), DEVICE),
+            lambda case: prepare.get_inputs(dict(case.params), _device()),
+            lambda case: prepare.get_init_inputs(dict(case.params), _device()),
         ),
         origin=TaskOrigin(format="npukernelbench", root=str(root), path=str(folder)),
+        custom_check=_custom_check(prepare),
     )
+
+
+def _as_returned(outputs: tuple[torch.Tensor, ...]) -> torch.Tensor | list[torch.Tensor]:
+    return outputs[0] if len(outputs) == 1 else list(outputs)
+
+
+def _custom_check(prepare: Any) -> CustomCheck | None:
+    """The task's `custom_check_precision(param, outputs, outputs_new) -> (ok, abs_diff, rel_diff)`, called as
+    upstream calls it (one output as a tensor, several as a list), or None where the task has none."""
+    check = getattr(prepare, "custom_check_precision", None)
+    if not callable(check):
+        return None
+
+    def passed(case: TestCase, expected: tuple[torch.Tensor, ...], actual: tuple[torch.Tensor, ...]) -> bool:
+        with torch_npu_standin():
+            return bool(check(dict(case.params), _as_returned(expected), _as_returned(actual))[0])
+
+    return passed
 
 
 def load_npu_dir(root: Path) -> LoadReport:
