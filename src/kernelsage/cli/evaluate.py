@@ -12,18 +12,22 @@ from kernelsage.errors import ConfigurationError
 
 
 def kernel_files(directory: Path, candidate_files: tuple[str, ...]) -> dict[str, dict[str, str]]:
-    """Kernels by task id: `<task_id>.<ext>` for one-file backends, or a `<task_id>/` folder of files."""
+    """Kernels by task id, in a tree that mirrors the ids (`level1/1_Scaled_Tanh.cpp` for the task
+    `level1/1_Scaled_Tanh`): `<task_id>.<ext>` for one-file backends, or a `<task_id>/` folder of files."""
     if not directory.is_dir():
         raise ConfigurationError(f"{directory} is not a directory of kernels")
     found: dict[str, dict[str, str]] = {}
     suffix = Path(candidate_files[0]).suffix
-    for path in sorted(directory.iterdir()):
+    for path in sorted(directory.rglob("*")):
+        task_id = path.relative_to(directory).with_suffix("").as_posix()
         if path.is_dir() and all((path / name).is_file() for name in candidate_files):
-            found[path.name] = {name: (path / name).read_text(encoding="utf-8") for name in candidate_files}
+            found[path.relative_to(directory).as_posix()] = {
+                name: (path / name).read_text(encoding="utf-8") for name in candidate_files}
         elif path.is_file() and path.suffix == suffix and len(candidate_files) == 1:
-            found[path.stem] = {candidate_files[0]: path.read_text(encoding="utf-8")}
+            found[task_id] = {candidate_files[0]: path.read_text(encoding="utf-8")}
     if not found:
-        raise ConfigurationError(f"{directory}: no kernels (expected <task_id>{suffix} files or <task_id>/ folders)")
+        raise ConfigurationError(f"{directory}: no kernels (expected <task_id>{suffix} files or <task_id>/ folders, "
+                                 "in folders that mirror ids such as level1/<name>)")
     return found
 
 
