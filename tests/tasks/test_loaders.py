@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from kernelsage.errors import TaskLoadError, UnknownTaskError
+from kernelsage.tasks.interface import case_interface
 from kernelsage.tasks.loaders import detect_format, find_task, load_suite, load_task, suite_root
 from kernelsage.tasks.model import describe_interface
 
@@ -174,3 +175,24 @@ def test_interface_lists_inputs_outputs_and_attributes():
     text = describe_interface(task)
     assert "inputs[0] x: float32 [48, 256]" in text and "inputs[2] weight: float32 [256]" in text
     assert "outputs[1]: float32 [48, 256]" in text and "attr eps = 1e-06" in text
+
+
+def test_interfaces_of_huge_cases_are_worked_out_without_allocating(tmp_path):
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "1_Huge_Matmul.py").write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, a, b):\n        return a @ b\n\n\n"
+        "def get_inputs():\n    return [torch.randn(200_000, 100_000), torch.randn(100_000, 300_000)]\n\n\n"
+        "def get_init_inputs():\n    return []\n")  # 80 GB + 120 GB of inputs: only the meta device can describe it
+    task = find_task(load_suite(tmp_path), "level1/1_Huge_Matmul")
+    interface = case_interface(task, task.perf_case)
+    assert [spec.shape for spec in interface.inputs] == [(200_000, 100_000), (100_000, 300_000)]
+    assert interface.outputs[0].shape == (200_000, 300_000) and interface.outputs[0].dtype == "float32"
+    assert "inputs[1] b: float32 [100000, 300000]" in describe_interface(task)
+
+
+def test_an_interface_that_cannot_be_worked_out_says_why():
+    norm = find_task(load_suite(FIXTURES / "npukernelbench"), "level2/Norm/RmsNormCustom")
+    assert case_interface(norm, norm.cases[0]).outputs[0].shape == (4, 32)
+    builtin = find_task(load_suite("builtin"), "l3_grouped_matmul")  # bincount has no meta kernel
+    described = case_interface(builtin, builtin.perf_case)
+    assert described.outputs is None and "cannot be built without data" in described.note

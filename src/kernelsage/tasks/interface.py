@@ -2,9 +2,7 @@
 
 Inputs in the order the kernel sees them, with dtypes and shapes, the outputs and the scalar attributes of
 one test case. The reference runs on the meta device (shapes and dtypes only, no data, no compute), so a
-suite's full-size cases (tens of GiB for some KernelBench tasks) are described in milliseconds. Where an
-operator has no meta implementation, the case is run on the CPU only if its inputs are small; otherwise the
-outputs are reported as unknown with the reason.
+suite's full-size cases (tens of GiB for some KernelBench tasks) are described in milliseconds.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import torch
 
 from kernelsage.tasks.model import Task, TestCase
 
-CPU_FALLBACK_BYTES = 64 << 20  # run a case without a meta implementation on the CPU only below this size
+SMALL_CASE_BYTES = 16 << 20  # a case without a meta implementation is run for real only below this
 
 
 @dataclass(frozen=True)
@@ -25,10 +23,6 @@ class TensorSpec:
     name: str
     dtype: str
     shape: tuple[int, ...]
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * torch.empty((), dtype=getattr(torch, self.dtype)).element_size()
 
     def describe(self) -> str:
         return f"{self.name}: {self.dtype} {list(self.shape)}"
@@ -76,30 +70,46 @@ def _specs(tensors: dict[str, torch.Tensor] | tuple[torch.Tensor, ...]) -> tuple
 
 
 def case_interface(task: Task, case: TestCase) -> CaseInterface:
-    """The interface of one case: on the meta device, else on the CPU for a small case, else partial."""
+    """The interface of one case, worked out on the meta device. Nothing is ever computed on real data
+    here for a large case (this runs in the agent's process, and a case may need tens of GiB): where an
+    operator has no meta implementation, a small case is run on the CPU, and a large one's outputs (or, if
+    its inputs cannot be built either, the whole case) are reported unknown with the reason; the reference
+    code in the task's description tells the rest."""
+    params = dict(case.params)
     try:
         with torch.device("meta"):
             instance = task.instantiate(case, 0)
-            inputs = _specs(instance.inputs)
-            outputs = _specs(instance.reference())
-        return CaseInterface(case.name, inputs, dict(instance.attrs), outputs, params=dict(case.params))
+            inputs, attrs = _specs(instance.inputs), dict(instance.attrs)
     except Exception as exc:
-        meta_error = f"{type(exc).__name__}: {exc}"
+        return CaseInterface(case.name, None, {}, None, params=params,
+                             note=f"the case cannot be built without data: {_reason(exc)}")
     try:
         with torch.device("meta"):
-            instance = task.instantiate(case, 0)
-        inputs = _specs(instance.inputs)
+            outputs = _specs(instance.reference())
+    except Exception as exc:
+        outputs = _small_case_outputs(task, case, inputs)
+        if outputs is None:
+            return CaseInterface(case.name, inputs, attrs, None, params=params,
+                                 note=f"the reference has no shape-only run: {_reason(exc)}")
+    return CaseInterface(case.name, inputs, attrs, outputs, params=params)
+
+
+def _small_case_outputs(task: Task, case: TestCase, inputs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...] | None:
+    """The outputs of a case too small to matter (all inputs within SMALL_CASE_BYTES), run on the CPU; None
+    for anything larger, and for cases drawn from input groups (drawing one draws them all)."""
+    size = sum(math.prod(spec.shape) * getattr(torch, spec.dtype).itemsize for spec in inputs)
+    if size > SMALL_CASE_BYTES or "group" in case.params:
+        return None
+    try:
+        instance = task.instantiate(case, 0)
+        with torch.inference_mode():
+            return _specs(instance.reference())
     except Exception:
-        return CaseInterface(case.name, None, {}, None, params=dict(case.params),
-                             note=f"the case cannot be built without data ({meta_error[:200]})")
-    if sum(spec.nbytes for spec in inputs) > CPU_FALLBACK_BYTES:
-        return CaseInterface(case.name, inputs, dict(instance.attrs), None, params=dict(case.params),
-                             note=f"the reference has no shape-only run ({meta_error[:200]}) and the inputs are "
-                                  f"too large to run it here")
-    instance = task.instantiate(case, 0)
-    with torch.inference_mode():
-        outputs = _specs(instance.reference())
-    return CaseInterface(case.name, _specs(instance.inputs), dict(instance.attrs), outputs, params=dict(case.params))
+        return None
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
 
 
 def task_interfaces(task: Task, limit: int | None = None) -> list[CaseInterface]:
