@@ -46,6 +46,16 @@ def clustered_vectors(count: int, dim: int, rng: np.random.Generator, clusters: 
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
+def hard_vectors(count: int, dim: int, rng: np.random.Generator, clusters: int = 200) -> np.ndarray:
+    """Well-separated tight clusters (issue 12): default HNSW links few clusters to each other, so a search
+    entering the wrong cluster never leaves it. Queries for this set must not be near-duplicates."""
+    centres = rng.normal(size=(clusters, dim)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    labels = rng.integers(0, clusters, size=count)
+    vectors = centres[labels] + rng.normal(scale=0.25 / np.sqrt(dim) * 4, size=(count, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
 def timed_ms(run: Callable[[], object], repeats: int) -> list[float]:
     samples = []
     for _ in range(repeats):
@@ -104,13 +114,19 @@ def bench_retrieval(memory, exact: list[set[int]], queries: np.ndarray) -> dict[
 
 
 def bench_commit(memory, ids: np.ndarray, rng: np.random.Generator, repeats: int = 200) -> float:
-    def commit() -> None:
-        shown = rng.choice(ids, size=10, replace=False).tolist()
-        memory.commit_episode(EpisodeTrace(
-            episode_id=uuid.uuid4().hex, operator=f"op{rng.integers(40)}", t_first=2.0, t_best=1.0,
-            exposures=tuple(Exposure(item_id=i, round=1, tier="cold", adopted=n < 3, rationale="bench")
-                            for n, i in enumerate(shown)),
+    """The episode commit alone: what each episode showed is recorded (the retrieval ledger) beforehand."""
+    pending = []
+    for _ in range(repeats + 1):
+        episode_id = uuid.uuid4().hex
+        shown = memory.show(episode_id, 1, rng.choice(ids, size=10, replace=False).tolist()).shown
+        pending.append(EpisodeTrace(
+            episode_id=episode_id, operator=f"op{rng.integers(40)}", t_first=2.0, t_best=1.0,
+            exposures=tuple(Exposure(item_id=s.item.id, round=1, tier=s.tier, adopted=n < 3, rationale="bench")
+                            for n, s in enumerate(shown)),
         ))
+
+    def commit() -> None:
+        memory.commit_episode(pending.pop())
 
     return percentile(timed_ms(commit, repeats), 50)
 
@@ -176,13 +192,18 @@ def main() -> None:
     parser.add_argument("--skip-store", action="store_true", help="skip the PostgresStore comparison")
     parser.add_argument("--ef-sweep", type=lambda text: [int(x) for x in text.split(",")], default=[],
                         help="also measure these hnsw.ef_search values, e.g. 40,64,100")
+    parser.add_argument("--data", choices=("easy", "hard"), default="easy",
+                        help="easy: overlapping topics, near-duplicate queries; hard: separated clusters, queries "
+                             "near stored points but not duplicates (defeats default HNSW)")
     args = parser.parse_args()
 
     rng = np.random.default_rng(2026)
-    vectors = clustered_vectors(args.items, args.dim, rng)
+    hard = args.data == "hard"
+    vectors = (hard_vectors if hard else clustered_vectors)(args.items, args.dim, rng)
     # Queries: new points near existing items, as a task description lands near related experiences.
     picks = vectors[rng.integers(0, args.items, size=args.queries)]
-    queries = picks + rng.normal(scale=0.02, size=picks.shape).astype(np.float32)
+    queries = picks + rng.normal(scale=(1.0 / np.sqrt(args.dim)) if hard else 0.02,
+                                 size=picks.shape).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
 
     with tempfile.TemporaryDirectory(prefix="kernelsage-bench-") as data_dir:

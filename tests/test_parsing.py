@@ -229,3 +229,11 @@ def test_answer_format_documents_the_rules() -> None:
     assert (
         "file=kernel.cpp" in ANSWER_FORMAT and '"adoption"' in ANSWER_FORMAT and "rationale" in ANSWER_FORMAT
     )
+
+
+@pytest.mark.parametrize("rationale", ["One sentence on why it applies or not.", "one sentence on why it applies, or not",
+                                       "..."])
+def test_the_format_examples_placeholder_rationale_is_rejected(rationale: str) -> None:
+    copied = ADOPTION.replace("Vectorise the loop.", rationale)
+    message = parse_error(answer(f"```cpp file=kernel.cpp\n{KERNEL}```", copied), shown=(3,))
+    assert "placeholder" in message and "id 3" in message

@@ -37,6 +37,16 @@ class ModelError(KernelsageError):
     """The chat model cannot be built or called (bad name, missing key, authentication, bad request)."""
 
 
+class ModelCallError(ModelError):
+    """One model call failed in a way its episode can absorb (the endpoint gave up after retries, rejected
+    this request, answered garbage): the round is recorded with the reason and the stream goes on.
+    A plain `ModelError` (no key, authentication, unknown model) stops the stream: every call would fail."""
+
+
+class ContextOverflowError(ModelCallError):
+    """The request does not fit the model's context window: shrink the prompt and ask again."""
+
+
 class CassetteMissError(ModelError):
     """A replayed model was asked something its recording does not hold."""
 

@@ -16,6 +16,9 @@ from typing import Any
 
 from kernelsage.errors import ParseError
 
+# The format example's rationale: copied verbatim, it says nothing about the item, so it is rejected.
+PLACEHOLDER_RATIONALE = "One sentence on why it applies or not."
+
 ANSWER_FORMAT = """\
 Answer format (strict):
 1. Give every source file of the candidate as a fenced code block whose info string names the file,
@@ -26,10 +29,11 @@ Answer format (strict):
    The language word is optional; `file=NAME` is required; NAME is a plain file name (no folders).
 2. Give one adoption block, a fenced json block with one record for EVERY memory item shown to you:
    ```json
-   {"adoption": [{"id": 12, "adopted": true, "rationale": "One sentence on why it applies or not."}]}
+   {"adoption": [{"id": 12, "adopted": true, "rationale": PLACEHOLDER_RATIONALE}]}
    ```
    "id" is the item's integer id, "adopted" is true or false, "rationale" is one non-empty sentence.
-   Give each id once. Do not put triple backticks inside a file."""
+   Give each id once; write each rationale yourself, about that item and your code.
+   Do not put triple backticks inside a file.""".replace("PLACEHOLDER_RATIONALE", f'"{PLACEHOLDER_RATIONALE}"')
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
@@ -299,7 +303,18 @@ def _record(item_id: int, adopted: Any, rationale: Any, problems: list[str]) -> 
     if not rationale.strip():
         problems.append(f"{where}: rationale is empty; say in one sentence why the item applies or not")
         return None
+    if _is_placeholder(rationale):
+        problems.append(f"{where}: the rationale is the format example's placeholder; write one sentence of your "
+                        "own on whether this item shaped your code")
+        return None
     return AdoptionRecord(adopted=adopted, rationale=rationale.strip()) if valid else None
+
+
+def _is_placeholder(rationale: str) -> bool:
+    def words(text: str) -> str:
+        return " ".join(re.findall(r"[a-z]+", text.lower()))
+
+    return words(rationale) == words(PLACEHOLDER_RATIONALE) or rationale.strip() in ("...", "…")
 
 
 def _problem_message(problems: Sequence[str]) -> str:

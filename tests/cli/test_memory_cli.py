@@ -13,7 +13,7 @@ import pytest
 from kernelsage import __version__
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.store import MemoryStore
-from tests.memory.helpers import episode, seed_items, unit_vectors
+from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 
 
 def _run(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -26,7 +26,7 @@ def _run(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
 def evolved(store: MemoryStore, namespace: str) -> list[int]:
     memory = MemoryStore(store.pool, params=SageParams(k_ado=1, k_op=1)).open(namespace, embedding_dim=16)
     ids = seed_items(memory, unit_vectors(4))
-    memory.commit_episode(episode("e1", "relu", ids[:2], ids[:1]))
+    commit(memory, episode("e1", "relu", ids[:2], ids[:1]))
     memory.consolidate()
     return ids
 
@@ -102,3 +102,32 @@ def test_seed_a_namespace_from_a_folder_of_markdown(database_url: str, namespace
     assert json.loads(again.stdout)["seeded"] == []
     empty = _run(database_url, "memory", "seed", str(tmp_path / "nothing"), "-n", namespace)
     assert empty.returncode == 2 and "no Markdown" in empty.stderr
+
+
+def test_parameters_per_run_are_used_recorded_and_shown(database_url: str, namespace: str, evolved: list[int]) -> None:
+    stats = json.loads(_run(database_url, "memory", "stats", "-n", namespace, "--param", "B=4000", "-p", "gamma=0.5",
+                            "--json").stdout)
+    assert stats["hot_budget"] == 4000 and stats["params"]["gamma"] == 0.5
+    assert stats["last_episode_params"]["k_ado"] == 1  # the episode was committed with K_ado = 1
+    env = {**os.environ, "DATABASE_URL": database_url, "KERNELSAGE_PARAMS": "B=123"}
+    hot = subprocess.run([sys.executable, "-m", "kernelsage", "memory", "hot", "-n", namespace, "--json"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert json.loads(hot.stdout)["budget"] == 123
+    bad = _run(database_url, "memory", "stats", "-n", namespace, "--param", "gamma=2")
+    assert bad.returncode == 2 and "gamma=2.0 must lie in [0, 1]" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_set_up_errors_are_one_line(database_url: str, namespace: str, evolved: list[int], tmp_path: Path) -> None:
+    bad_url = _run("not a connection string", "memory", "namespaces")
+    assert bad_url.returncode == 2 and "DATABASE_URL is not a valid PostgreSQL connection string" in bad_url.stderr
+    assert len(bad_url.stderr.strip().splitlines()) == 1
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {"KERNELSAGE_HOME": str(blocker / "home")}
+    home = subprocess.run([sys.executable, "-m", "kernelsage", "memory", "namespaces"], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert home.returncode == 2 and "cannot create the memory's data directory" in home.stderr
+    assert len(home.stderr.strip().splitlines()) == 1
+    missing = _run(database_url, "memory", "export", str(tmp_path / "no" / "m.jsonl"), "-n", namespace)
+    assert missing.returncode == 2 and "does not exist; create it" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1

@@ -84,3 +84,19 @@ def test_run_records_a_stream_and_a_rerun_resumes_without_repeating_it(tmp_path:
     assert (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines() == records  # nothing ran twice
     stats = _kernelsage("memory", "stats", "-n", "cpu/cpp/default@r1/sage", "--json", env=env, cwd=tmp_path)
     assert json.loads(stats.stdout.splitlines()[-1])["episodes"] == 2
+
+
+def test_run_against_a_rejecting_endpoint_ends_in_one_line_and_a_non_zero_exit(database_url: str,
+                                                                                tmp_path: Path) -> None:
+    from tests.models.openai_server import error, serve
+
+    env = {"DATABASE_URL": database_url, "HF_HUB_OFFLINE": "1", "KERNELSAGE_MODEL_API_KEY": "sk-wrong",
+           "KERNELSAGE_MODEL_TIMEOUT": "2", "KERNELSAGE_MODEL_ATTEMPTS": "1"}
+    with serve([error(401, "invalid api key")]) as server:
+        result = _kernelsage("run", "--model", "openai:test-model", "--order", "level:1", "--limit", "1",
+                             "--budget", "1", "--run-id", "r401", "--namespace", f"cli401-{tmp_path.name}",
+                             env={**env, "KERNELSAGE_MODEL_BASE_URL": server.url}, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "rejected the API key" in errors[0] and "Traceback" not in result.stderr
+    assert len(server.requests) == 1

@@ -102,3 +102,30 @@ def test_the_text_is_deterministic(records_by_policy, tmp_path):
     first = write_report(records_by_policy, tmp_path / "one", title="T", notes=[REPLAY_NOTE])
     second = write_report(records_by_policy, tmp_path / "two", title="T", notes=[REPLAY_NOTE])
     assert first.markdown.read_text(encoding="utf-8") == second.markdown.read_text(encoding="utf-8")
+
+
+def test_rounds_are_counted_by_status_per_policy(records_by_policy, tmp_path):
+    from kernelsage.evals.metrics import summarize
+    from kernelsage.graph.records import Attempt
+
+    policy, records = next(iter(records_by_policy.items()))
+    failed = records[0].model_copy(update={
+        "attempts": [*records[0].attempts, Attempt(round=9, stage="draft", status="parse_error"),
+                     Attempt(round=10, stage="draft", status="model_error", detail="gave up")],
+        "failure": "model_error in 3 rounds in a row"})
+    changed = {**records_by_policy, policy: [failed, *records[1:]]}
+    overall = summarize(changed[policy]).overall
+    before = summarize(records).overall
+    assert overall.round_statuses["parse_error"] == before.round_statuses.get("parse_error", 0) + 1
+    assert overall.round_statuses["model_error"] == before.round_statuses.get("model_error", 0) + 1
+    assert overall.rounds == before.rounds + 2 and overall.failed_episodes == 1
+    markdown = write_report(changed, tmp_path, title="statuses").markdown.read_text()
+    table = markdown[markdown.index("Rounds by status"):]
+    header = next(line for line in table.splitlines() if line.startswith("| Policy"))
+    assert all(column in header for column in ("parse_error", "truncated", "adoption_unresolved", "model_error",
+                                               "Failed episodes"))
+    row = next(line for line in table.splitlines() if line.startswith(f"| {policy} "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert cells[columns.index("model_error")] == str(overall.round_statuses["model_error"])
+    assert cells[columns.index("Failed episodes")] == "1"

@@ -69,3 +69,22 @@ def test_every_memory_policy_wires_through(episode, seeded, store: MemoryStore, 
         assert any(i.q_draft == pytest.approx(0.1) for i in items)  # Q1 <- 0 + 0.1 (1 - 0)
     if policy == "static":
         assert report["credits"] == {} and all(i.utility == 0.0 for i in items)
+
+
+def test_the_gate_reask_shows_the_code_and_only_the_items_it_asks_about(episode, seeded) -> None:
+    state, model = episode([candidate(SLOW, drop=1), adoption_only()], budget=1, top_k=2)
+    reask = model.requests[1][-1].content
+    shown = [a["item_id"] for a in state["adoption"]]
+    assert "```cpp file=kernel.cpp" in reask and "deliberately redundant work" in reask  # the candidate
+    assert "l1_relu" in reask
+    assert f"- id {shown[1]} (" in reask and f"- id {shown[0]} (" not in reask  # only the missing item
+
+
+def test_a_huge_malformed_answer_is_not_repeated_whole(episode, seeded) -> None:
+    from kernelsage.graph.nodes.bounds import MAX_ECHO_CHARS
+
+    state, model = episode(["x" * 100_000, candidate(SLOW)], budget=1, top_k=2)
+    echoed = model.requests[1][-2].content
+    assert len(echoed) <= MAX_ECHO_CHARS and "characters left out" in echoed
+    assert len(model.requests[1]) == 4  # system, prompt, the bounded answer, the feedback
+    assert state["attempts"][0]["status"] == "ok"

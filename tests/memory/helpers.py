@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kernelsage.memory_backend.items import NewItem
+from kernelsage.memory_backend.items import CommitResult, NewItem
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure
 from kernelsage.memory_backend.store import Memory
 
@@ -37,3 +37,12 @@ def episode(episode_id: str, operator: str, shown: Sequence[int], adopted: Seque
             for i in shown
         ),
     )
+
+
+def commit(memory: Memory, trace: EpisodeTrace, new_items: Sequence[NewItem] = ()) -> CommitResult:
+    """Commit `trace` as an agent would: first record what each round showed (the retrieval ledger the
+    commit is checked against), then commit."""
+    for round_no in sorted({e.round for e in trace.exposures}):
+        memory.show(trace.episode_id, round_no,
+                    [e.item_id for e in trace.exposures if e.round == round_no and e.tier == "cold"])
+    return memory.commit_episode(trace, new_items)

@@ -13,7 +13,7 @@ from kernelsage.memory_backend.database import open_pool
 from kernelsage.memory_backend.items import MemoryItem
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.store import MemoryStore
-from tests.memory.helpers import episode, seed_items, unit_vectors
+from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 
 WORKERS = 4
 EPISODES_PER_WORKER = 12
@@ -24,8 +24,8 @@ def _commit_worker(url: str, namespace: str, worker: int, item_ids: list[int]) -
     memory = store.open(namespace, create=False)
     for n in range(EPISODES_PER_WORKER):
         # Every episode shows all items and adopts the first; every worker uses its own operator.
-        memory.commit_episode(episode(f"w{worker}-e{n}", f"op{worker}", item_ids, item_ids[:1]))
-        memory.commit_episode(episode(f"w{worker}-e{n}", f"op{worker}", item_ids, item_ids[:1]))  # a retry
+        commit(memory, episode(f"w{worker}-e{n}", f"op{worker}", item_ids, item_ids[:1]))
+        commit(memory, episode(f"w{worker}-e{n}", f"op{worker}", item_ids, item_ids[:1]))  # a retry
     store.close()
 
 
@@ -57,7 +57,7 @@ def test_two_curators_never_interleave(store: MemoryStore, namespace: str) -> No
     params = SageParams(k_ado=1, k_op=1)
     memory = MemoryStore(store.pool, params=params).open(namespace, embedding_dim=16)
     ids = seed_items(memory, unit_vectors(4))
-    memory.commit_episode(episode("e1", "relu", ids, ids))
+    commit(memory, episode("e1", "relu", ids, ids))
     spans: list[tuple[float, float]] = []
 
     def slow_abstraction(item: MemoryItem) -> str:

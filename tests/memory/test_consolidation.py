@@ -7,7 +7,7 @@ import pytest
 from kernelsage.memory_backend.items import MemoryItem, NewItem
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.store import MemoryStore
-from tests.memory.helpers import episode, seed_items, unit_vectors
+from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 
 
 def test_an_item_adopted_on_three_operators_is_validated_abstracted_and_promoted(
@@ -22,13 +22,13 @@ def test_an_item_adopted_on_three_operators_is_validated_abstracted_and_promoted
         return "Rule: unroll inner loops by 4 when the row length is a multiple of 4."
 
     for n, operator in enumerate(["relu", "gelu"]):
-        memory.commit_episode(episode(f"e{n}", operator, ids[:2], ids[:1]))
+        commit(memory, episode(f"e{n}", operator, ids[:2], ids[:1]))
         assert memory.consolidate(abstract_rule=abstract).promoted == ()  # K_op = 3 not reached yet
     assert memory.get_item(ids[0]).state == "cold"
-    memory.commit_episode(episode("e2", "relu", ids[:2], ids[:1]))  # a third adoption, same operator
+    commit(memory, episode("e2", "relu", ids[:2], ids[:1]))  # a third adoption, same operator
     assert memory.consolidate(abstract_rule=abstract).validated == 0
 
-    memory.commit_episode(episode("e3", "softmax", ids[:2], ids[:1]))
+    commit(memory, episode("e3", "softmax", ids[:2], ids[:1]))
     result = memory.consolidate(abstract_rule=abstract)
     assert result.validated == 1 and result.abstracted == 1 and abstracted == [ids[0]]
     assert result.promoted == (ids[0],) and result.hot == (ids[0],)
@@ -45,10 +45,10 @@ def test_a_displaced_rule_returns_to_validated_and_to_cold_retrieval(store: Memo
         namespace, embedding_dim=16)
     vectors = unit_vectors(3)
     ids = seed_items(memory, vectors)
-    memory.commit_episode(episode("e1", "relu", ids[:1], ids[:1], t_first=2.0, t_best=1.8))  # z = 0.1
+    commit(memory, episode("e1", "relu", ids[:1], ids[:1], t_first=2.0, t_best=1.8))  # z = 0.1
     assert memory.consolidate().hot == (ids[0],)
     # The second item earns a higher utility; only one 20-token rule fits in 30 tokens.
-    memory.commit_episode(episode("e2", "gelu", ids[:2], ids[1:2], t_first=2.0, t_best=0.4, hot=ids[:1]))
+    commit(memory, episode("e2", "gelu", ids[:2], ids[1:2], t_first=2.0, t_best=0.4, hot=ids[:1]))
     result = memory.consolidate()
     assert result.promoted == (ids[1],) and result.demoted == (ids[0],) and result.hot_version == 2
     displaced = memory.get_item(ids[0])
@@ -63,7 +63,7 @@ def test_random_consolidation_fills_the_same_budget_in_another_order(store: Memo
     memory = MemoryStore(store.pool, params=params, token_counter=lambda text: 20).open(
         namespace, embedding_dim=16, policy="random-ugc")
     ids = seed_items(memory, unit_vectors(6))
-    memory.commit_episode(episode("e1", "relu", ids, ids))  # six equal items: priority would take ids 0, 1
+    commit(memory, episode("e1", "relu", ids, ids))  # six equal items: priority would take ids 0, 1
     hot_sets = set()
     for seed in range(8):
         result = memory.consolidate(seed=seed)
@@ -76,7 +76,7 @@ def test_policies_without_hot_memory_never_consolidate(store: MemoryStore, names
     params = SageParams(k_ado=1, k_op=1)
     memory = MemoryStore(store.pool, params=params).open(namespace, embedding_dim=16, policy="atu-only")
     ids = seed_items(memory, unit_vectors(2))
-    memory.commit_episode(episode("e1", "relu", ids, ids))
+    commit(memory, episode("e1", "relu", ids, ids))
     result = memory.consolidate()
     assert result.hot == () and result.promoted == ()
     assert {memory.get_item(i).state for i in ids} == {"cold"}
@@ -92,7 +92,7 @@ def test_consolidation_uses_the_pluggable_token_counter(store: MemoryStore, name
     params = SageParams(k_ado=1, k_op=1)
     memory = MemoryStore(store.pool, params=params, token_counter=counter).open(namespace, embedding_dim=16)
     [item_id] = memory.add_items([NewItem(text="vectorise the tail", embedding=unit_vectors(1)[0].tolist())])
-    memory.commit_episode(episode("e1", "relu", [item_id], [item_id]))
+    commit(memory, episode("e1", "relu", [item_id], [item_id]))
     memory.consolidate(abstract_rule=lambda item: "Rule: vectorise tails")
     assert counted == ["vectorise the tail", "Rule: vectorise tails"]
     assert memory.get_item(item_id).resident_tokens == 7

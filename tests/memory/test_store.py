@@ -12,13 +12,13 @@ from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure, ItemStats, RoundOutcome
 from kernelsage.memory_backend.store import MemoryStore
-from tests.memory.helpers import episode, seed_items, unit_vectors
+from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 
 
 def test_migrations_are_recorded_and_safe_to_run_twice(store: MemoryStore) -> None:
     assert store.migrate() == []
     again = MemoryStore(store.pool)  # a second opener on a migrated database
-    assert again.applied_migrations() == store.applied_migrations() == [1]
+    assert again.applied_migrations() == store.applied_migrations() == [1, 2]
 
 
 def test_a_namespace_never_sees_another_namespaces_items(store: MemoryStore, namespace: str) -> None:
@@ -32,8 +32,8 @@ def test_a_namespace_never_sees_another_namespaces_items(store: MemoryStore, nam
         assert found <= my_ids and len(found) == 20
     with pytest.raises(NamespaceError, match="has no item"):
         mine.get_item(min(their_ids))
-    with pytest.raises(EpisodeError, match="does not hold"):
-        mine.commit_episode(episode("e1", "relu", [min(their_ids)], []))
+    with pytest.raises(EpisodeError, match="holds no items"):
+        commit(mine, episode("e1", "relu", [min(their_ids)], []))
     assert all(i.id in my_ids for i in mine.list_items(limit=100))
 
 
@@ -62,7 +62,7 @@ def test_retrieval_is_a_relevance_pool_reranked_late_by_utility(store: MemorySto
     assert [s.item.id for s in first.cold] == ids[:2]
     assert first.cold[0].relevance == pytest.approx(1.0, abs=1e-5)
     # Give the second item utility: 0.3 * u must overcome the 0.03 relevance gap.
-    memory.commit_episode(episode("e1", "relu", ids[:2], [ids[1]], t_first=2.0, t_best=1.0))
+    commit(memory, episode("e1", "relu", ids[:2], [ids[1]], t_first=2.0, t_best=1.0))
     reranked = memory.retrieve([1.0, 0.0, 0.0])
     assert [s.item.id for s in reranked.cold] == [ids[1], ids[0]]
     assert reranked.cold[0].score == pytest.approx(reranked.cold[0].relevance + 0.3 * 0.5, abs=1e-6)
@@ -71,14 +71,14 @@ def test_retrieval_is_a_relevance_pool_reranked_late_by_utility(store: MemorySto
 def test_commit_applies_the_formulas_and_is_idempotent(store: MemoryStore, namespace: str) -> None:
     memory = store.open(namespace, embedding_dim=16)
     ids = seed_items(memory, unit_vectors(4))
-    result = memory.commit_episode(episode("e1", "relu", ids[:3], ids[:2], t_first=4.0, t_best=1.0))
+    result = commit(memory, episode("e1", "relu", ids[:3], ids[:2], t_first=4.0, t_best=1.0))
     assert result.applied and result.terminal_score == pytest.approx(0.75)
     assert result.credits == pytest.approx({ids[0]: 0.375, ids[1]: 0.375, ids[2]: -0.2})
     before = [memory.get_item(i) for i in ids]
     assert [i.n_ret for i in before] == [1, 1, 1, 0]
     assert [i.utility for i in before[:3]] == pytest.approx([0.375, 0.375, -0.2])  # eta = 1 on the first update
 
-    again = memory.commit_episode(episode("e1", "relu", ids[:3], ids[:2], t_first=4.0, t_best=1.0))
+    again = commit(memory, episode("e1", "relu", ids[:3], ids[:2], t_first=4.0, t_best=1.0))
     assert not again.applied
     assert again.credits == pytest.approx(result.credits)
     assert [memory.get_item(i) for i in ids] == before
@@ -95,7 +95,7 @@ def test_an_unresolved_episode_writes_nothing(store: MemoryStore, namespace: str
         Exposure(item_id=ids[1], round=1, tier="cold", adopted=None),
     ))
     with pytest.raises(EpisodeError, match="no adoption state"):
-        memory.commit_episode(unresolved)
+        commit(memory, unresolved)
     assert memory.stats()["episodes"] == 0
     assert memory.get_item(ids[0]).n_ret == 0
 
@@ -107,7 +107,7 @@ def test_read_only_memory_refuses_every_update(store: MemoryStore, namespace: st
     assert len(frozen.retrieve(unit_vectors(1)[0], k=2).cold) == 2
     for update in (
         lambda: frozen.add_items([NewItem(text="x", embedding=[0.0] * 16)]),
-        lambda: frozen.commit_episode(episode("e1", "relu", ids, ids)),
+        lambda: commit(frozen, episode("e1", "relu", ids, ids)),
         lambda: frozen.consolidate(),
     ):
         with pytest.raises(ReadOnlyMemoryError, match="open read-only"):
@@ -122,7 +122,7 @@ def test_hot_rules_are_resident_and_never_retrieved_from_cold(store: MemoryStore
     memory = MemoryStore(store.pool, params=params).open(namespace, embedding_dim=16)
     vectors = unit_vectors(10)
     ids = seed_items(memory, vectors)
-    memory.commit_episode(episode("e1", "relu", ids[:2], [ids[0]]))
+    commit(memory, episode("e1", "relu", ids[:2], [ids[0]]))
     result = memory.consolidate()
     assert result.promoted == (ids[0],)
     retrieval = memory.retrieve(vectors[0])
@@ -173,7 +173,7 @@ def test_item_provenance_and_history_are_kept(store: MemoryStore, namespace: str
 def test_a_stored_episode_replays_to_the_credits_it_applied(store: MemoryStore, namespace: str) -> None:
     memory = store.open(namespace, embedding_dim=16)
     ids = seed_items(memory, unit_vectors(4))
-    memory.commit_episode(episode("e1", "relu", ids[:3], ids[:1], t_first=3.0, t_best=1.0))
+    commit(memory, episode("e1", "relu", ids[:3], ids[:1], t_first=3.0, t_best=1.0))
     recorded = EpisodeTrace(
         episode_id="e2", operator="gelu", level=2, t_first=5.0, t_best=2.0, hot_version_seen=0,
         exposures=(Exposure(item_id=ids[0], round=1, tier="cold", relevance=0.8, score=0.9, adopted=False,
@@ -183,7 +183,7 @@ def test_a_stored_episode_replays_to_the_credits_it_applied(store: MemoryStore, 
                 RoundOutcome(round=2, stage="refine", compiled=True, correct=True, latency=2.0)),
         metadata={"model": "scripted"},
     )
-    memory.commit_episode(recorded)
+    commit(memory, recorded)
     loaded = memory.load_episode("e2")
     assert loaded == replace(recorded, policy="sage")
     # The audit: replaying the stored record from the stored "before" statistics gives the stored credits.
@@ -199,8 +199,8 @@ def test_experiences_stored_with_an_episode_arrive_exactly_once(store: MemorySto
     ids = seed_items(memory, unit_vectors(2))
     lesson = NewItem(text="Accumulate softmax sums in float64 for long rows", evidence="rel error 3e-3 at 65536",
                      operator="softmax", embedding=unit_vectors(1, seed=9)[0].tolist())
-    first = memory.commit_episode(episode("e1", "softmax", ids, ids[:1]), new_items=[lesson])
-    again = memory.commit_episode(episode("e1", "softmax", ids, ids[:1]), new_items=[lesson])
+    first = commit(memory, episode("e1", "softmax", ids, ids[:1]), new_items=[lesson])
+    again = commit(memory, episode("e1", "softmax", ids, ids[:1]), new_items=[lesson])
     assert first.applied and not again.applied
     assert again.new_item_ids == first.new_item_ids and len(first.new_item_ids) == 1
     stored = memory.get_item(first.new_item_ids[0])

@@ -12,6 +12,18 @@ from rich.table import Table
 from kernelsage.cli.common import JsonOption, NamespaceOption, console, open_store, print_json
 from kernelsage.memory_backend.items import MemoryItem
 
+ParamOption = typer.Option(
+    [], "--param", "-p", envvar="KERNELSAGE_PARAMS",
+    help="A memory hyperparameter NAME=VALUE (e.g. B=4000), repeatable: the settings the run uses.",
+)
+
+
+def _params(texts: list[str]) -> Any:
+    from kernelsage.memory_backend.params import SageParams, parse_overrides
+
+    return SageParams().with_overrides(**parse_overrides([p for t in texts for p in t.replace(",", " ").split()]))
+
+
 memory_app = typer.Typer(help="Inspect and move the memory (PostgreSQL + pgvector).", no_args_is_help=True)
 
 
@@ -50,10 +62,11 @@ def namespaces(as_json: bool = JsonOption) -> None:
 
 
 @memory_app.command("stats")
-def stats(namespace: str = NamespaceOption, as_json: bool = JsonOption) -> None:
-    """Counts by lifecycle state, hot-memory use, episodes and utility."""
+def stats(namespace: str = NamespaceOption, param: list[str] = ParamOption, as_json: bool = JsonOption) -> None:
+    """Counts by lifecycle state, hot-memory use, episodes and utility; the parameters in force (from --param
+    or KERNELSAGE_PARAMS) and those the latest episode was committed with."""
     with open_store() as store:
-        summary = store.open(namespace, read_only=True).stats()
+        summary = store.open(namespace, read_only=True, params=_params(param)).stats()
     if as_json:
         print_json(summary)
         return
@@ -89,10 +102,10 @@ def show(
 
 
 @memory_app.command("hot")
-def hot(namespace: str = NamespaceOption, as_json: bool = JsonOption) -> None:
+def hot(namespace: str = NamespaceOption, param: list[str] = ParamOption, as_json: bool = JsonOption) -> None:
     """The resident hot rules and the budget they use."""
     with open_store() as store:
-        memory = store.open(namespace, read_only=True)
+        memory = store.open(namespace, read_only=True, params=_params(param))
         rules = memory.hot_rules()
         info = memory.info_now()
     used = sum(r.resident_tokens for r in rules)

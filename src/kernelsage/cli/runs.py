@@ -12,17 +12,29 @@ from kernelsage.errors import ConfigurationError
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
 RunDirOption = typer.Option(None, "--run-dir", help="Where records and reports go (default: runs/<run id>).")
+ParamOption = typer.Option(
+    [], "--param", "-p", envvar="KERNELSAGE_PARAMS",
+    help="A memory hyperparameter NAME=VALUE, repeatable (delta, beta, gamma, eta_min, K_ado, K_op, B, mu, T, "
+         "pool_size, top_k, ef_search, value_alpha, value_lambda, value_epsilon); recorded with each episode.",
+)
 
 
 def _experiment(*, policies: list[str], model: str, suite: str, suite_format: str, order: str, seed: int,
                 limit: int | None, backend: str, budget: int, namespace: str, run_id: str | None,
-                run_dir: Path | None, frozen_memory: Path | None, top_k: int | None):
+                run_dir: Path | None, frozen_memory: Path | None, top_k: int | None, params: list[str]):
     from kernelsage.evals.experiment import Experiment
+    from kernelsage.memory_backend.params import parse_overrides
 
+    overrides = parse_overrides([p for text in params for p in text.replace(",", " ").split()])
+    if "rounds" in overrides:  # T is the budget
+        if budget not in (30, overrides["rounds"]):
+            raise ConfigurationError(f"--budget {budget} and --param T={overrides['rounds']} disagree: give one")
+        budget = overrides["rounds"]
     run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Experiment(run_id=run_id, run_dir=run_dir or Path("runs") / run_id, model=model, policies=policies,
                       namespace=namespace, suite=suite, suite_format=suite_format, order=order, seed=seed,
-                      limit=limit, backend=backend, budget=budget, top_k=top_k, frozen_memory=frozen_memory)
+                      limit=limit, backend=backend, budget=budget, top_k=top_k, frozen_memory=frozen_memory,
+                      params=overrides)
 
 
 def _finish(experiment, results, as_json: bool) -> None:
@@ -57,6 +69,7 @@ def run(
     run_dir: Path | None = RunDirOption,
     frozen_memory: Path | None = typer.Option(None, help="Transfer mode: an exported memory, read-only."),
     top_k: int | None = typer.Option(None, min=1, help="Cold items shown per round."),
+    param: list[str] = ParamOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run a task stream: one episode per operator, the memory learning as it goes."""
@@ -64,7 +77,8 @@ def run(
 
     experiment = _experiment(policies=[policy], model=model, suite=suite, suite_format=suite_format, order=order,
                              seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
-                             run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k)
+                             run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
+                             params=param)
     _finish(experiment, run_experiment(experiment), as_json)
 
 
@@ -84,6 +98,7 @@ def compare(
     run_dir: Path | None = RunDirOption,
     frozen_memory: Path | None = typer.Option(None, help="Transfer mode for every policy (read-only)."),
     top_k: int | None = typer.Option(None, min=1),
+    param: list[str] = ParamOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run several memory policies on the same stream, model, backend and budget; one table."""
@@ -94,7 +109,8 @@ def compare(
         raise ConfigurationError("--policies needs at least one policy")
     experiment = _experiment(policies=chosen, model=model, suite=suite, suite_format=suite_format, order=order,
                              seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
-                             run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k)
+                             run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
+                             params=param)
     _finish(experiment, run_experiment(experiment), as_json)
 
 

@@ -42,6 +42,7 @@ class Experiment:
     budget: int = 30
     top_k: int | None = None
     frozen_memory: Path | None = None  # transfer mode: an exported memory, read-only for the whole run
+    params: dict[str, Any] = field(default_factory=dict)  # memory hyperparameters (SageParams overrides)
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.policies if p not in POLICIES]
@@ -120,7 +121,7 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
                                           read_only=experiment.frozen_memory is not None)
                 context = Context(namespace=namespace, policy=policy, budget=experiment.budget, top_k=experiment.top_k,
                                   seed=experiment.seed, consolidate=experiment.frozen_memory is None,
-                                  seed_knowledge=False)
+                                  seed_knowledge=False, params=dict(experiment.params))
                 bar = progress.add_task(policy, total=len(tasks), detail="")
                 solved = [0, 0]
 

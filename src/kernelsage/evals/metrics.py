@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,14 @@ class Metrics:
     mean_first_correct_round: SampleStat
     adoption: Ratio
     mean_terminal_score: SampleStat
+    # Every round by its status: the backend's verdicts and the rounds that produced nothing to evaluate
+    # (parse_error, truncated, adoption_unresolved, model_error), so CR's denominator is never the whole story.
+    round_statuses: dict[str, int] = field(default_factory=dict)
+    failed_episodes: int = 0  # episodes that stopped before their budget (EpisodeRecord.failure)
+
+    @property
+    def rounds(self) -> int:
+        return sum(self.round_statuses.values())
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"operators": self.operators}
@@ -88,6 +97,9 @@ class Metrics:
                      "mean_first_correct_round", "adoption", "mean_terminal_score"):
             data[name] = getattr(self, name).to_dict()
         data["fast_p"] = {p_key(p): ratio.to_dict() for p, ratio in self.fast_p.items()}
+        data["rounds"] = self.rounds
+        data["round_statuses"] = dict(self.round_statuses)
+        data["failed_episodes"] = self.failed_episodes
         return data
 
 
@@ -166,6 +178,8 @@ def metrics_of(records: Sequence[EpisodeRecord], fast_p: Sequence[float] = DEFAU
         mean_first_correct_round=_mean(first_rounds),
         adoption=Ratio(sum(exposure.adopted for exposure in exposures), len(exposures)),
         mean_terminal_score=_mean(scores),
+        round_statuses=dict(Counter(attempt.status for record in records for attempt in record.attempts)),
+        failed_episodes=sum(1 for record in records if record.failure),
     )
 
 

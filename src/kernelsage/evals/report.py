@@ -24,7 +24,12 @@ DEFINITIONS = [
     "with measured latencies; n is the number of operators behind each statistic.",
     "fast_p: correct operators with speedup > p / all operators.",
     "A task run twice in one policy's stream counts once, by its last record.",
+    "Rounds by status: every round, by the backend's verdict or by why it produced nothing to evaluate "
+    "(parse_error, truncated, adoption_unresolved, model_error; see graph.records.ROUND_FAILURES); "
+    "failed episodes stopped before their budget (the reason is in each record's failure).",
 ]
+# Statuses of rounds that never reached the backend, always shown so that zero is visible too.
+ROUND_FAILURE_COLUMNS = ("parse_error", "truncated", "adoption_unresolved", "model_error")
 
 _CSS = (
     "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
@@ -112,7 +117,22 @@ def _tables(rows: Sequence[ComparisonRow]) -> list[_Table]:
           row.summary.overall.mean_first_correct_round.format(digits=1), str(row.summary.overall.adoption),
           row.summary.overall.mean_terminal_score.format(digits=3)] for row in rows],
     ))
+    tables.append(_status_table(rows))
     return tables
+
+
+def _status_table(rows: Sequence[ComparisonRow]) -> _Table:
+    """Rounds by status per policy: backend verdicts (ok first) and then the rounds that failed earlier."""
+    seen = {status for row in rows for status in row.summary.overall.round_statuses}
+    verdicts = sorted(seen - set(ROUND_FAILURE_COLUMNS), key=lambda status: (status != "ok", status))
+    columns = [*verdicts, *ROUND_FAILURE_COLUMNS]
+    return _Table(
+        "Rounds by status",
+        ["Policy", "Rounds", *columns, "Failed episodes"],
+        [[row.policy, str(row.summary.overall.rounds),
+          *(str(row.summary.overall.round_statuses.get(status, 0)) for status in columns),
+          str(row.summary.overall.failed_episodes)] for row in rows],
+    )
 
 
 def _consistency_notes(rows: Sequence[ComparisonRow]) -> list[str]:

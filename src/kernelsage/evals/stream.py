@@ -20,7 +20,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import ValidationError
 
-from kernelsage.errors import ConfigurationError, EpisodeError
+from kernelsage.errors import ConfigurationError, EpisodeError, ModelError
 from kernelsage.evals.records import EpisodeRecord, TokenUsage
 from kernelsage.graph.context import Context
 from kernelsage.graph.records import MemoryUpdate
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kernelsage.memory_backend.store import Memory
 
 ORDERS = ("curriculum", "mixed", "level:N", "file:PATH")
+MAX_FAILED_EPISODES = 3  # episodes in a row that the model's failures ended before the stream stops
 
 
 def order_tasks(tasks: Sequence[Task], order: str, *, seed: int = 0) -> list[Task]:
@@ -167,4 +168,15 @@ def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: St
         records.append(record)
         if on_record:
             on_record(record)
+        _stop_when_the_model_keeps_failing(records)
     return records
+
+
+def _stop_when_the_model_keeps_failing(records: Sequence[EpisodeRecord]) -> None:
+    """An endpoint that failed MAX_FAILED_EPISODES episodes in a row would fail the rest too: stop with one
+    line (the recorded episodes stay; rerunning the run id resumes after them)."""
+    recent = records[-MAX_FAILED_EPISODES:]
+    if len(recent) == MAX_FAILED_EPISODES and all(r.failure for r in recent):
+        raise ModelError(f"the model failed {MAX_FAILED_EPISODES} episodes in a row ({recent[-1].task_id}: "
+                         f"{recent[-1].failure}): stopping the stream; fix the endpoint and rerun with the same "
+                         f"--run-id to go on")

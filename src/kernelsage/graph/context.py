@@ -6,7 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
+from kernelsage.errors import ConfigurationError
+from kernelsage.memory_backend.params import DEFAULT_NAMESPACE, parse_overrides
 
 
 def _env_int(name: str, default: int) -> int:
@@ -28,6 +29,20 @@ class Context:
     seed: int = 0
     consolidate: bool = True  # run UGC after the episode (off for frozen memories)
     seed_knowledge: bool = True  # a fresh namespace starts from the backend's knowledge pack
+    # Memory hyperparameters for this run (SageParams overrides, e.g. {"gamma": 0.5, "hot_budget_tokens": 4000});
+    # KERNELSAGE_PARAMS="gamma=0.5,B=4000" sets them from the environment. Each episode records them.
+    params: dict[str, Any] = field(default_factory=lambda: parse_overrides(os.environ.get("KERNELSAGE_PARAMS", "")))
+
+    def __post_init__(self) -> None:
+        self.params = parse_overrides([f"{k}={v}" for k, v in self.params.items()])  # checked, method names too
+        # T is the budget: a `rounds` parameter sets it, and the budget is recorded as `rounds`.
+        rounds = self.params.get("rounds")
+        if rounds is not None and rounds != self.budget:
+            if self.budget != _env_int("KERNELSAGE_BUDGET", 30):
+                raise ConfigurationError(f"budget={self.budget} and parameter rounds (T)={rounds} disagree: "
+                                         "give one of them")
+            self.budget = rounds
+        self.params["rounds"] = self.budget
 
 
 def resolve_context(run_context: Any, default: Context) -> Context:

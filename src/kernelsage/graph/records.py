@@ -47,27 +47,38 @@ class PendingCandidate(_Record):
     files: dict[str, str]
     adoption: dict[int, AdoptionRecord] = Field(default_factory=dict)
     asks: int = 0  # re-asks the gate needed
+    prompt_tokens: int | None = None  # the writing prompt's tokens (the server's count, else an estimate)
 
     @property
     def adopted_ids(self) -> list[int]:
         return sorted(i for i, record in self.adoption.items() if record.adopted)
 
 
+# Statuses of rounds that produced nothing to evaluate (the writer and the adoption gate set them).
+ROUND_FAILURES = {
+    "parse_error": "the answer broke the format after every re-ask",
+    "truncated": "the answer was cut off at the output limit after every re-ask",
+    "adoption_unresolved": "items were left without an adoption state after every re-ask",
+    "model_error": "the model call failed (the reason is in the attempt's detail)",
+}
+
+
 class Attempt(_Record):
     """One round: the candidate written (if any) and what the backend said about it.
 
-    A round that produced nothing to evaluate (`parse_error`, `adoption_unresolved`) has no evaluation
-    and says why in `detail`.
+    A round that produced nothing to evaluate has no evaluation and says why in `detail`; its status is one
+    of `ROUND_FAILURES`.
     """
 
     round: int
     stage: Stage
-    status: str  # a backend Status value, or parse_error / adoption_unresolved
+    status: str  # a backend Status value, or one of ROUND_FAILURES
     candidate_hash: str = ""
     files: dict[str, str] = Field(default_factory=dict)
     adopted: list[int] = Field(default_factory=list)  # ids the model adopted for this candidate (audit)
     evaluation: Evaluation | None = None
     detail: str = ""
+    prompt_tokens: int | None = None  # the writing prompt's tokens (the server's count, else an estimate)
 
     @property
     def evaluated(self) -> bool:
@@ -132,10 +143,11 @@ class EpisodeOutcome(_Record):
     self_speedup: float | None = None  # t_first / t_best
     speedup: float | None = None  # t_reference / t_best; 1.0 when the measured noise hides the difference
     measured_speedup: float | None = None  # t_reference / t_best as measured, noise or not
+    failure: str | None = None  # why the episode stopped before its budget was spent (e.g. the model failed)
 
     @classmethod
     def of(cls, *, task_id: str, episode_id: str, level: int | None, rounds: int,
-           attempts: list[Attempt]) -> EpisodeOutcome:
+           attempts: list[Attempt], failure: str | None = None) -> EpisodeOutcome:
         """The outcome of these attempts: the first correct one and the best, where a later kernel replaces
         the best only when it is faster beyond the measured noise (`best_of`)."""
         evaluated = [a for a in attempts if a.evaluated]
@@ -154,7 +166,7 @@ class EpisodeOutcome(_Record):
             self_speedup=t_first / t_best if t_first and t_best else None,
             speedup=measured if best is not None and best.reference_comparison() != 0 else
             (1.0 if measured is not None else None),
-            measured_speedup=measured,
+            measured_speedup=measured, failure=failure,
         )
 
 

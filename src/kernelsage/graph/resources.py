@@ -43,7 +43,7 @@ class AgentResources:
     embeddings: Embeddings | None = None
     read_only: bool = False  # a frozen memory: retrieval only, no credit, no consolidation
     default_context: Context = field(default_factory=Context)  # settings under a host's other context schema
-    _memories: dict[tuple[str, str], Memory] = field(default_factory=dict, repr=False)
+    _memories: dict[tuple[str, str, str], Memory] = field(default_factory=dict, repr=False)
     _interfaces: dict[str, str] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -60,19 +60,24 @@ class AgentResources:
         return self._interfaces[task_id]
 
     def memory(self, context: Context) -> Memory | None:
-        """The memory handle for this run's namespace and policy (opened once, then reused)."""
+        """The memory handle for this run's namespace, policy and parameters (opened once, then reused).
+
+        A namespace created here starts with the backend's knowledge pack, stored inside its creation.
+        """
         if self.memory_store is None or context.policy == "none":
             return None
-        key = (context.namespace, context.policy)
+        params = self.memory_store.params.with_overrides(**context.params)
+        key = (context.namespace, context.policy, repr(params))
         with self._lock:
             if key not in self._memories:
-                memory = self.memory_store.open(
-                    context.namespace, embeddings=self.embeddings, policy=context.policy, read_only=self.read_only
-                )
-                if context.seed_knowledge and not self.read_only and memory.count_items() == 0:
-                    from kernelsage.knowledge import has_builtin_pack, seed_knowledge
+                from kernelsage.knowledge import has_builtin_pack, pack_items, seed_knowledge
 
-                    if has_builtin_pack(self.backend.name):
-                        seed_knowledge(memory, backend=self.backend.name)
+                pack = context.seed_knowledge and not self.read_only and has_builtin_pack(self.backend.name)
+                memory = self.memory_store.open(
+                    context.namespace, embeddings=self.embeddings, policy=context.policy, read_only=self.read_only,
+                    params=params, seed=(lambda: pack_items(backend=self.backend.name)) if pack else None,
+                )
+                if pack and memory.count_items() == 0:  # created elsewhere without its pack
+                    seed_knowledge(memory, backend=self.backend.name)
                 self._memories[key] = memory
             return self._memories[key]

@@ -6,6 +6,17 @@ from typing import Literal
 
 from kernelsage.graph.state import EpisodeState, attempts, best_attempt
 
+MAX_MODEL_ERROR_ROUNDS = 3  # consecutive rounds whose model call failed before the episode gives up
+
+
+def episode_failure(state: EpisodeState) -> str | None:
+    """Why the episode cannot go on, or None: the model failed in the last MAX_MODEL_ERROR_ROUNDS rounds
+    (an endpoint that is down, or a request it rejects every time), so more rounds would only wait."""
+    recent = attempts(state)[-MAX_MODEL_ERROR_ROUNDS:]
+    if len(recent) < MAX_MODEL_ERROR_ROUNDS or any(a.status != "model_error" for a in recent):
+        return None
+    return f"model_error in {MAX_MODEL_ERROR_ROUNDS} rounds in a row; last: {recent[-1].detail}"
+
 
 def budget_spent(state: EpisodeState) -> bool:
     return state.get("round", 0) >= state.get("budget", 30)
@@ -26,10 +37,11 @@ def route_after_retrieve(state: EpisodeState) -> Literal["generator", "optimizer
 
 
 def route_after_gate(state: EpisodeState) -> Literal["evaluate", "retrieve", "finish"]:
-    """Evaluate a resolved candidate; a failed round (bad format, unresolved adoption) moves on."""
+    """Evaluate a resolved candidate; a failed round (bad format, unresolved adoption, a failed model call)
+    moves on, unless the budget is spent or the episode cannot go on."""
     if state.get("pending") is not None:
         return "evaluate"
-    return "finish" if budget_spent(state) else "retrieve"
+    return "finish" if budget_spent(state) or episode_failure(state) else "retrieve"
 
 
 def route_after_evaluate(state: EpisodeState) -> Literal["finish", "diagnostician", "retrieve"]:

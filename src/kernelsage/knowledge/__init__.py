@@ -56,10 +56,19 @@ def folder_pack(folder: Path) -> list[tuple[str, str]]:
     return [(f.name, f.read_text(encoding="utf-8")) for f in files]
 
 
-def seed_knowledge(memory: Memory, *, backend: str = "cpu", folder: Path | None = None) -> list[int]:
-    """Store a knowledge pack in a namespace that has none yet; returns the new ids ([] if present)."""
+def pack_items(*, backend: str = "cpu", folder: Path | None = None) -> list[NewItem]:
+    """The items of a knowledge pack: a folder's Markdown files, else the pack shipped for `backend`."""
     pack = folder_pack(folder) if folder is not None else builtin_pack(backend)
+    return [item for name, text in pack for item in split_sections(text, name)]
+
+
+def seed_knowledge(memory: Memory, *, backend: str = "cpu", folder: Path | None = None) -> list[int]:
+    """Store a knowledge pack in a namespace that has none yet; returns the new ids ([] if present).
+
+    The check and the insert happen under the namespace's lock, so concurrent seeders store it once.
+    (A namespace opened with `seed=` gets its pack inside its creation instead: see MemoryStore.open.)
+    """
+    items = pack_items(backend=backend, folder=folder)
     if memory.count_items(kind="knowledge"):
-        return []
-    items = [item for name, text in pack for item in split_sections(text, name)]
-    return memory.add_items(items)
+        return []  # the common case, without embedding the pack
+    return memory.add_items(items, unless_kind_present="knowledge")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
@@ -20,8 +21,8 @@ def terminal_score(*, t_first: float | None, t_best: float | None, params: SageP
         return -params.delta
     if t_best is None:
         t_best = t_first
-    if t_first <= 0 or t_best <= 0:
-        raise EpisodeError(f"latencies must be positive, got t_first={t_first}, t_best={t_best}")
+    if not (math.isfinite(t_first) and math.isfinite(t_best)) or t_first <= 0 or t_best <= 0:
+        raise EpisodeError(f"latencies must be finite and positive, got t_first={t_first}, t_best={t_best}")
     return max(0.0, 1.0 - t_best / t_first)
 
 

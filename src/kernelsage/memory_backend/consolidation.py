@@ -16,7 +16,7 @@ from psycopg_pool import ConnectionPool
 
 from kernelsage.memory_backend import item_rows, ugc
 from kernelsage.memory_backend import queries as q
-from kernelsage.memory_backend.database import transaction
+from kernelsage.memory_backend.database import run_transaction
 from kernelsage.memory_backend.items import ConsolidationResult, MemoryItem, NamespaceInfo
 from kernelsage.memory_backend.namespaces import counters
 from kernelsage.memory_backend.params import SageParams
@@ -34,28 +34,54 @@ def keep_source_text(item: MemoryItem) -> str:
 
 def consolidate(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
                 count_tokens: TokenCounter, *, abstract_rule: RuleAbstractor, seed: int | None) -> ConsolidationResult:
-    """UGC for one namespace whose policy keeps a hot memory, under the namespace's advisory lock."""
+    """UGC for one namespace whose policy keeps a hot memory, under the namespace's advisory lock.
+
+    Each pass is one transaction that first locks the namespace row (the lock order of every item writer,
+    so it can neither deadlock with a commit nor interleave with one) and is retried whole if the server
+    aborts it. When newly validated items need a rule, the model is called between two passes, outside
+    any transaction; the second pass settles the gate again on what commits changed meanwhile.
+    """
     with pool.connection() as lock_conn:
         lock_conn.execute(q.CONSOLIDATION_LOCK, (q.LOCK_CLASS, info.id))
         lock_conn.commit()
         try:
-            with transaction(pool) as conn:
-                competitors, unabstracted = _settle_validation(conn, info, params)
-            rule_tokens = _abstract_new_rules(pool, unabstracted, abstract_rule, count_tokens)
-            with transaction(pool) as conn:
-                return _select_hot(conn, info, policy, params, competitors, rule_tokens, seed)
+            first = run_transaction(pool, lambda conn: _pass(conn, info, policy, params, {}, seed))
+            if isinstance(first, ConsolidationResult):
+                return first
+            rules = _abstract_new_rules(pool, info, first, abstract_rule, count_tokens)
+            second = run_transaction(pool, lambda conn: _pass(conn, info, policy, params, rules, seed))
+            assert isinstance(second, ConsolidationResult)
+            return second
         finally:
             lock_conn.execute(q.CONSOLIDATION_UNLOCK, (q.LOCK_CLASS, info.id))
             lock_conn.commit()
 
 
-def _settle_validation(conn: psycopg.Connection, info: NamespaceInfo,
+def _pass(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
+          rules: dict[int, tuple[str, int]], seed: int | None) -> ConsolidationResult | list[int]:
+    """Settle the gate and reselect hot memory; without `rules`, return the validated items that still
+    need one instead (if any). Given rules are written for items still validated; items validated since
+    they were written compete at the next consolidation."""
+    ns = counters(conn, info, for_update=True)
+    rows = item_rows.fetch_stats(conn, q.STATS_OF_GATE_CANDIDATES,
+                                 {"seq": ns["episode_seq"], "ns": info.id, "k": params.k_ado})
+    competitors, unabstracted = _settle_validation(conn, rows, params)
+    if unabstracted and not rules:
+        return unabstracted
+    written = {i: rules[i] for i in unabstracted if i in rules}
+    if written:
+        ids = sorted(written)
+        conn.execute(q.SET_RULES, (ids, [written[i][0] for i in ids], [written[i][1] for i in ids]))
+        fresh = {s.item_id: s for s, _ in rows if s.item_id in written}
+        competitors.update({i: fresh[i]._replace(tokens=written[i][1]) for i in ids})
+    return _select_hot(conn, info, policy, params, ns, competitors, len(written), seed)
+
+
+def _settle_validation(conn: psycopg.Connection, rows: list[tuple[ItemStats, bool]],
                        params: SageParams) -> tuple[dict[int, ItemStats], list[int]]:
     """Apply the gate to every candidate; returns the rules competing for hot memory and the
     validated items that still need a rule. The gate itself is ugc.is_validated; the SQL only
     narrows the scan to a superset of what can pass it."""
-    seq = counters(conn, info)["episode_seq"]
-    rows = item_rows.fetch_stats(conn, q.STATS_OF_GATE_CANDIDATES, {"seq": seq, "ns": info.id, "k": params.k_ado})
     competitors: dict[int, ItemStats] = {}
     unabstracted: list[int] = []
     changed: list[tuple[int, str]] = []
@@ -64,6 +90,7 @@ def _settle_validation(conn: psycopg.Connection, info: NamespaceInfo,
             settled = ugc.settle_cold_state(stats, params)
             if settled != stats.state:
                 changed.append((stats.item_id, settled))
+                stats = stats._replace(state=settled)
             if settled == "cold":
                 continue
         if has_rule:
@@ -75,33 +102,21 @@ def _settle_validation(conn: psycopg.Connection, info: NamespaceInfo,
     return competitors, unabstracted
 
 
-def _abstract_new_rules(pool: ConnectionPool, item_ids: list[int], abstract_rule: RuleAbstractor,
-                        count_tokens: TokenCounter) -> dict[int, int]:
-    """Rewrite newly validated items into rules; returns each new rule's token length."""
-    if not item_ids:
-        return {}
-    with transaction(pool) as conn:
-        items = item_rows.items_by_ids(conn, item_ids)
+def _abstract_new_rules(pool: ConnectionPool, info: NamespaceInfo, item_ids: list[int],
+                        abstract_rule: RuleAbstractor, count_tokens: TokenCounter) -> dict[int, tuple[str, int]]:
+    """Rewrite newly validated items into rules (text, token length); the caller writes them."""
+    items = run_transaction(pool, lambda conn: item_rows.items_in_namespace(conn, info.id, item_ids))
     # The model is called outside any transaction; the advisory lock keeps other curators out.
-    rules = [(item.id, abstract_rule(item).strip()) for item in items]
-    tokens = {i: count_tokens(text) for i, text in rules if text}
-    with transaction(pool) as conn:
-        conn.execute(q.SET_RULES, ([i for i, t in rules if t], [t for _, t in rules if t],
-                                   [tokens[i] for i, t in rules if t]))
-    return tokens
+    rules = {item.id: abstract_rule(item).strip() for item in items}
+    return {i: (text, count_tokens(text)) for i, text in rules.items() if text}
 
 
 def _select_hot(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
-                competitors: dict[int, ItemStats], new_rule_tokens: dict[int, int],
+                ns: dict[str, int], competitors: dict[int, ItemStats], abstracted: int,
                 seed: int | None) -> ConsolidationResult:
     budget = params.hot_budget_tokens
-    # Newly abstracted items compete with their rule's length; the rest with what was read.
     stats = [*competitors.values()]
-    ns = counters(conn, info, for_update=True)
     seq = ns["episode_seq"]
-    if new_rule_tokens:
-        fresh = item_rows.fetch_stats(conn, q.STATS_OF_IDS, {"seq": seq, "ids": list(new_rule_tokens)})
-        stats += [s for s, _ in fresh]
     candidates = [
         ugc.HotCandidate(
             item_id=s.item_id, utility=s.utility, tokens=s.tokens,
@@ -121,7 +136,7 @@ def _select_hot(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPol
         _apply_plan(conn, info.id, plan, {c.item_id: c for c in candidates}, seq, version)
     return ConsolidationResult(hot_version=version, hot=plan.hot, promoted=plan.promoted, demoted=plan.demoted,
                                validated=sum(1 for s in stats if s.state != "hot"),
-                               abstracted=len(new_rule_tokens), tokens_used=plan.tokens_used, budget=budget)
+                               abstracted=abstracted, tokens_used=plan.tokens_used, budget=budget)
 
 
 def _apply_plan(conn: psycopg.Connection, namespace_id: int, plan: ugc.ConsolidationPlan,

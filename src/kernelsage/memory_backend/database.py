@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import random
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -18,11 +21,29 @@ from kernelsage.errors import DatabaseError
 from kernelsage.memory_backend.embedded import embedded_database_url
 
 CONNECT_ATTEMPTS = 4
+TRANSACTION_ATTEMPTS = 8  # whole-transaction retries when the server reports a deadlock or serialization failure
+_RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+T = TypeVar("T")
 
 
 def database_url(data_dir: Path | None = None) -> str:
-    """DATABASE_URL when set, else the embedded server's URI (started on demand)."""
-    return os.environ.get("DATABASE_URL") or embedded_database_url(data_dir)
+    """DATABASE_URL when set (checked to be a connection string), else the embedded server's URI."""
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        return embedded_database_url(data_dir)
+    check_url(url, "DATABASE_URL")
+    return url
+
+
+def check_url(url: str, what: str = "the database URL") -> None:
+    """A one-line DatabaseError when `url` is not a PostgreSQL connection string."""
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise DatabaseError(
+            f"{what} is not a valid PostgreSQL connection string ({_one_line(exc)}): use the form "
+            "postgresql://USER:PASSWORD@HOST:5432/DBNAME, or unset DATABASE_URL to use the embedded server"
+        ) from None
 
 
 def _one_line(exc: Exception) -> str:
@@ -52,6 +73,7 @@ def _connect(url: str) -> psycopg.Connection:
 
 def ensure_vector_extension(url: str) -> None:
     """Check the server is reachable and has pgvector, creating the extension if allowed."""
+    check_url(url)
     try:
         conn = _connect(url)
     except psycopg.OperationalError as exc:
@@ -94,3 +116,27 @@ def transaction(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
     """A connection of the pool inside one transaction: committed when the block ends, rolled back on error."""
     with pool.connection() as conn, conn.transaction():
         yield conn
+
+
+def run_transaction(pool: ConnectionPool, work: Callable[[psycopg.Connection], T], *, snapshot: bool = False,
+                    attempts: int = TRANSACTION_ATTEMPTS) -> T:
+    """`work(conn)` inside one transaction, re-run from the start (a bounded number of times, with jittered
+    back-off) when the server aborts it for a deadlock or a serialization failure, so such a transaction
+    is never lost. `work` must therefore only touch the database and values it recomputes.
+
+    `snapshot` runs it at REPEATABLE READ: every statement sees the same snapshot of the database.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            with pool.connection() as conn, conn.transaction():
+                if snapshot:
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                return work(conn)
+        except _RETRYABLE as exc:
+            if attempt == attempts:
+                raise DatabaseError(
+                    f"a memory transaction was aborted {attempts} times by concurrent ones ({_one_line(exc)}): "
+                    "nothing was changed; retry later or run fewer workers on one namespace"
+                ) from exc
+            time.sleep(random.uniform(0.0, min(0.5, 0.01 * 2**attempt)))
+    raise AssertionError("unreachable")

@@ -33,12 +33,38 @@ def embedded_database_url(data_dir: Path | None = None) -> str:
     with _lock:
         server = _servers.get(target)
         if server is None:
-            target.mkdir(parents=True, exist_ok=True)
+            _prepare(target)
             with warnings.catch_warnings():  # pgserver warns when XDG_RUNTIME_DIR is unset; harmless
                 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
                 server = _start(target)
             _servers[target] = server
         return str(server.get_uri())
+
+
+def _prepare(target: Path) -> None:
+    """Create the data directory and check it is writable: a one-line error with the fix if not."""
+    fix = "set KERNELSAGE_HOME to a writable directory, or DATABASE_URL to a PostgreSQL server with pgvector"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseError(f"cannot create the memory's data directory {target} "
+                            f"({exc.strerror or type(exc).__name__}): {fix}") from None
+    probe = target / f".kernelsage-write-probe-{os.getpid()}"
+    try:
+        probe.touch()
+        probe.unlink()
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise DatabaseError(f"the memory's data directory {target} is not writable "
+                            f"({exc.strerror or type(exc).__name__}): {fix}") from None
+
+
+def _last_line(exc: Exception) -> str:
+    """The last meaningful line of a (long, multi-line) server failure."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower() or "fatal" in line.lower()]
+    return (errors or lines or [type(exc).__name__])[-1][:300]
 
 
 def _start(target: Path) -> Any:
@@ -51,8 +77,9 @@ def _start(target: Path) -> Any:
         ) from exc
     try:
         return pgserver.get_server(target, cleanup_mode="stop")
-    except Exception as exc:  # pgserver raises plain exceptions with the server log
+    except Exception as exc:  # pgserver raises plain exceptions with the whole server log
         raise DatabaseError(
-            f"could not start the embedded PostgreSQL in {target}: {exc}. "
-            "Remove that directory if it is corrupt, or set DATABASE_URL to another server"
-        ) from exc
+            f"could not start the embedded PostgreSQL in {target} ({_last_line(exc)}): check that the directory "
+            "is writable and holds only a kernelsage database (move it aside if it is damaged), or set "
+            "KERNELSAGE_HOME to another directory or DATABASE_URL to a server"
+        ) from None

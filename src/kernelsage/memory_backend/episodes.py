@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -10,7 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from kernelsage.errors import EpisodeError
-from kernelsage.memory_backend import item_rows
+from kernelsage.memory_backend import item_rows, ledger
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import CommitResult, NamespaceInfo, NewItem
 from kernelsage.memory_backend.namespaces import counters
@@ -24,7 +25,11 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
                    episode: EpisodeTrace, new_items: Sequence[NewItem], vectors: Sequence[np.ndarray],
                    count_tokens: TokenCounter) -> CommitResult:
     """Record an episode, apply the policy's credit and store the experiences it produced (`new_items`
-    with their `vectors`). Run it in one transaction; a repeated episode id changes nothing."""
+    with their `vectors`). Run it in one transaction; a repeated episode id changes nothing.
+
+    Checked first (validation.check_trace, by the caller) and against the retrieval ledger: credit only
+    goes to what was shown. Locks in the one order of every item writer: namespace row, then items by id.
+    """
     seq = counters(conn, info, for_update=True)["episode_seq"] + 1  # serialises and numbers the commits
     previous = conn.execute(q.EPISODE_SCORE, (info.id, episode.episode_id)).fetchone()
     if previous is not None:
@@ -32,6 +37,7 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
         return CommitResult(episode_id=episode.episode_id, applied=False, terminal_score=previous["terminal_score"],
                             credits={i: c[0] for i, c in episode_credits(conn, info, episode.episode_id).items()},
                             new_item_ids=[r["id"] for r in added])
+    episode = replace(episode, hot_version_seen=ledger.check_commit(conn, info, episode))
     shown = sorted({e.item_id for e in episode.exposures})
     rows = item_rows.fetch_stats(conn, q.STATS_OF_SHOWN_FOR_UPDATE, {"seq": seq, "ns": info.id, "ids": shown})
     stats = {s.item_id: s for s, _ in rows}
@@ -40,9 +46,10 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
         raise EpisodeError(f"episode {episode.episode_id!r} shows items {unknown} "
                            f"that namespace {info.name!r} does not hold")
     update = policy.apply_episode(episode, stats, params)
-    _insert_episode(conn, info.id, policy.name, episode, seq, update.terminal_score)
+    _insert_episode(conn, info.id, policy.name, episode, seq, update.terminal_score, params)
     _write_learning(conn, info.id, episode.episode_id, stats, update.stats, update.credits)
     conn.execute(q.SET_EPISODE_SEQ, (seq, info.id))
+    ledger.forget(conn, info, episode.episode_id)
     new_ids = item_rows.insert_items(conn, info.id, [replace(item, source_episode=episode.episode_id)
                                                      for item in new_items], vectors, seq, count_tokens)
     return CommitResult(episode_id=episode.episode_id, applied=True, terminal_score=update.terminal_score,
@@ -50,11 +57,11 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
 
 
 def _insert_episode(conn: psycopg.Connection, namespace_id: int, policy: str, episode: EpisodeTrace, seq: int,
-                    z: float) -> None:
+                    z: float, params: SageParams) -> None:
     conn.execute(q.INSERT_EPISODE, (
         namespace_id, episode.episode_id, seq, policy, episode.operator, episode.level, episode.t_first,
         episode.t_best, z, episode.hot_version_seen, Jsonb([r.__dict__ for r in episode.rounds]),
-        Jsonb(episode.metadata),
+        Jsonb(episode.metadata), Jsonb(dataclasses.asdict(params)),
     ))
     with conn.cursor().copy(q.COPY_EXPOSURES) as copy:
         for e in episode.exposures:

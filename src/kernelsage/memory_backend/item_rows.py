@@ -90,6 +90,10 @@ def items_by_ids(conn: psycopg.Connection, item_ids: list[int]) -> list[MemoryIt
     return [to_item(r) for r in conn.execute(q.ITEMS_BY_IDS, (item_ids,)).fetchall()]
 
 
+def items_in_namespace(conn: psycopg.Connection, namespace_id: int, item_ids: list[int]) -> list[MemoryItem]:
+    return [to_item(r) for r in conn.execute(q.ITEMS_IN_NAMESPACE, (namespace_id, item_ids)).fetchall()]
+
+
 def fetch_stats(conn: psycopg.Connection, query: str, params: dict[str, Any]) -> list[tuple[ItemStats, bool]]:
     """Statistics of the items one of the STATS_OF_* queries selects (with `seq` in params for the
     eligible-episode count), each with whether it already has an abstracted rule. Binary tuples:

@@ -111,6 +111,32 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         );
         """,
     ),
+    (
+        2,
+        "retrieval ledger; the parameters each episode ran with",
+        """
+        -- What each retrieval of an episode round showed (the hot version it saw, each item and its tier):
+        -- the episode commit is checked against it, then removes it (the exposures keep the record).
+        CREATE TABLE ks_retrievals (
+            namespace_id int NOT NULL REFERENCES ks_namespaces(id) ON DELETE CASCADE,
+            episode_id text NOT NULL,
+            round int NOT NULL,
+            hot_version bigint NOT NULL,
+            shown_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (namespace_id, episode_id, round)
+        );
+        CREATE TABLE ks_retrieval_items (
+            namespace_id int NOT NULL,
+            episode_id text NOT NULL,
+            round int NOT NULL,
+            item_id bigint NOT NULL REFERENCES ks_items(id) ON DELETE CASCADE,
+            tier text NOT NULL CHECK (tier IN ('hot', 'cold')),
+            PRIMARY KEY (namespace_id, episode_id, round, item_id),
+            FOREIGN KEY (namespace_id, episode_id, round) REFERENCES ks_retrievals ON DELETE CASCADE
+        );
+        ALTER TABLE ks_episodes ADD COLUMN params jsonb NOT NULL DEFAULT '{}';
+        """,
+    ),
 )
 
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(%s, 0)"

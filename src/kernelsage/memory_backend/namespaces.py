@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import psycopg
@@ -11,9 +11,10 @@ from psycopg_pool import ConnectionPool
 
 from kernelsage.errors import EmbeddingDimensionError, NamespaceError
 from kernelsage.memory_backend import queries as q
-from kernelsage.memory_backend.database import transaction
+from kernelsage.memory_backend.database import run_transaction, transaction
 from kernelsage.memory_backend.embeddings import embedding_name
-from kernelsage.memory_backend.items import NamespaceInfo
+from kernelsage.memory_backend.items import NamespaceInfo, NewItem
+from kernelsage.memory_backend.tokens import TokenCounter, approx_token_count
 
 MAX_DIM = 2000  # pgvector's HNSW limit for `vector`
 
@@ -69,17 +70,26 @@ def _dimension_mismatch(name: str, stored: int, asked: int) -> EmbeddingDimensio
 def create_namespace(conn: psycopg.Connection, name: str, *, embedding_dim: int,
                      embedding_model: str) -> NamespaceInfo:
     """Create a namespace (idempotent when the dimension agrees) and its vector index."""
-    if not name or len(name) > 200:
-        raise NamespaceError("a namespace name must be 1 to 200 characters long")
+    info, _ = create_if_missing(conn, name, embedding_dim=embedding_dim, embedding_model=embedding_model)
+    return info
+
+
+def create_if_missing(conn: psycopg.Connection, name: str, *, embedding_dim: int,
+                      embedding_model: str) -> tuple[NamespaceInfo, bool]:
+    """The namespace, and whether this transaction created it (then with its vector index). Of several
+    transactions creating one name at once, exactly one gets True: the others wait for it, then find it."""
+    if not name or len(name) > 200 or "\x00" in name:
+        raise NamespaceError("a namespace name must be 1 to 200 characters long, without NUL characters")
     if not 1 <= embedding_dim <= MAX_DIM:
         raise EmbeddingDimensionError(f"embedding dimension {embedding_dim} is outside 1..{MAX_DIM}")
-    conn.execute(q.INSERT_NAMESPACE, (name, embedding_dim, embedding_model))
+    created = conn.execute(q.INSERT_NAMESPACE, (name, embedding_dim, embedding_model)).fetchone() is not None
     info = namespace_info(conn, name)
     assert info is not None
     if info.embedding_dim != embedding_dim:
         raise _dimension_mismatch(name, info.embedding_dim, embedding_dim)
-    conn.execute(q.create_vector_index(info.id, embedding_dim))
-    return info
+    if created:
+        conn.execute(q.create_vector_index(info.id, embedding_dim))
+    return info, created
 
 
 def delete_namespace(conn: psycopg.Connection, name: str) -> bool:
@@ -91,9 +101,13 @@ def delete_namespace(conn: psycopg.Connection, name: str) -> bool:
 
 
 def resolve(pool: ConnectionPool, name: str, *, embeddings: Embeddings | None, embedding_dim: int | None,
-            create: bool) -> NamespaceInfo:
+            create: bool, seed: Callable[[], Sequence[NewItem]] | None = None,
+            token_counter: TokenCounter = approx_token_count) -> NamespaceInfo:
     """The namespace a handle opens: created on first use when `create`, else it must exist; the
-    dimension and the embedding model asked for must agree with the ones it was created with."""
+    dimension and the embedding model asked for must agree with the ones it was created with.
+
+    `seed` gives the items a new namespace starts with, stored in the transaction that creates it
+    (by whichever concurrent opener creates it, and only by that one)."""
     with transaction(pool) as conn:
         info = namespace_info(conn, name)
         known = [n.name for n in list_namespaces(conn)] if info is None and not create else []
@@ -105,8 +119,22 @@ def resolve(pool: ConnectionPool, name: str, *, embeddings: Embeddings | None, e
             if embeddings is None:
                 raise NamespaceError(f"creating namespace {name!r} needs embeddings or an embedding_dim")
             embedding_dim = len(embeddings.embed_query("kernelsage dimension probe"))
-        with transaction(pool) as conn:
-            return create_namespace(conn, name, embedding_dim=embedding_dim, embedding_model=model)
+        items = list(seed()) if seed is not None else []
+        if items:
+            from kernelsage.memory_backend.item_rows import embed_items, insert_items
+            from kernelsage.memory_backend.validation import check_new_items
+
+            check_new_items(items)
+            vectors = embed_items(items, embeddings, embedding_dim)
+
+        def work(conn: psycopg.Connection) -> NamespaceInfo:
+            info, created = create_if_missing(conn, name, embedding_dim=embedding_dim,  # type: ignore[arg-type]
+                                              embedding_model=model)
+            if created and items:
+                insert_items(conn, info.id, items, vectors, 0, token_counter)
+            return info
+
+        return run_transaction(pool, work)
     if embedding_dim is not None and embedding_dim != info.embedding_dim:
         raise _dimension_mismatch(name, info.embedding_dim, embedding_dim)
     if embeddings is not None and info.embedding_model not in (model, "precomputed"):

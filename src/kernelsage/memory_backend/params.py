@@ -65,3 +65,31 @@ class SageParams:
         if unknown:
             raise ConfigurationError(f"unknown SageParams field(s): {', '.join(unknown)}")
         return replace(self, **overrides)
+
+
+# The method's own names for some fields (METHOD §6), accepted wherever a parameter is named by a user.
+ALIASES = {"B": "hot_budget_tokens", "K_ado": "k_ado", "K_op": "k_op", "T": "rounds", "eta": "eta_min"}
+
+
+def parse_overrides(texts: str | list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """`name=value` settings (a list, or one string separated by commas or spaces) as SageParams overrides,
+    each value converted to its field's type; the method's names (B, K_ado, K_op, T) are accepted.
+    Checked by building a SageParams, so a bad name or value is a ConfigurationError saying which."""
+    if isinstance(texts, str):
+        texts = texts.replace(",", " ").split()
+    types = {f.name: f.type for f in fields(SageParams)}
+    overrides: dict[str, Any] = {}
+    for text in texts:
+        name, sep, raw = text.partition("=")
+        name = ALIASES.get(name.strip(), name.strip())
+        if not sep or name not in types:
+            raise ConfigurationError(
+                f"cannot read parameter {text!r}: write NAME=VALUE with NAME one of "
+                f"{', '.join(sorted([*types, *ALIASES]))}"
+            )
+        try:
+            overrides[name] = int(raw) if types[name] in (int, "int") else float(raw)
+        except ValueError:
+            raise ConfigurationError(f"parameter {name} needs a number, not {raw.strip()!r}") from None
+    SageParams().with_overrides(**overrides)  # validates the values together
+    return overrides

@@ -16,13 +16,17 @@ LOCK_CLASS = 0x4B53  # advisory-lock key space of kernelsage ("KS"); the second 
 _NAMESPACE_COLUMNS = "id, name, embedding_dim, embedding_model, episode_seq, hot_version, created_at"
 NAMESPACES = f"SELECT {_NAMESPACE_COLUMNS} FROM ks_namespaces ORDER BY name"
 NAMESPACE_BY_NAME = f"SELECT {_NAMESPACE_COLUMNS} FROM ks_namespaces WHERE name = %s"
+# RETURNING only for the transaction that created it: a concurrent creator waits, then gets no row.
 INSERT_NAMESPACE = (
     "INSERT INTO ks_namespaces (name, embedding_dim, embedding_model) VALUES (%s, %s, %s) "
-    "ON CONFLICT (name) DO NOTHING"
+    "ON CONFLICT (name) DO NOTHING RETURNING id"
 )
 DELETE_NAMESPACE = "DELETE FROM ks_namespaces WHERE name = %s RETURNING id"
 COUNTERS = "SELECT episode_seq, hot_version FROM ks_namespaces WHERE id = %s"
-COUNTERS_FOR_UPDATE = COUNTERS + " FOR UPDATE"  # serialises the commits and consolidations of a namespace
+# The one lock order of every transaction that writes items: first the namespace row (this), then items in id
+# order. NO KEY UPDATE: it serialises the writers of a namespace without blocking the foreign-key checks of
+# retrieval ledgers and exposures, which take KEY SHARE locks.
+COUNTERS_FOR_UPDATE = COUNTERS + " FOR NO KEY UPDATE"
 SET_EPISODE_SEQ = "UPDATE ks_namespaces SET episode_seq = %s WHERE id = %s"
 SET_HOT_VERSION = "UPDATE ks_namespaces SET hot_version = %s WHERE id = %s"
 SET_COUNTERS = "UPDATE ks_namespaces SET episode_seq = %s, hot_version = %s WHERE id = %s"
@@ -41,6 +45,7 @@ COPY_ITEMS = (
 )
 COPY_ITEM_VECTORS = "COPY ks_item_vectors (item_id, namespace_id, embedding) FROM STDIN"
 ITEM = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND id = %s"
+ITEMS_IN_NAMESPACE = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND id = ANY(%s) ORDER BY id"
 ITEMS_BY_IDS = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE id = ANY(%s) ORDER BY id"
 COUNT_ITEMS = "SELECT count(*) AS n FROM ks_items WHERE namespace_id = %s AND (%s::text IS NULL OR kind = %s)"
 LIST_ITEMS = (
@@ -55,7 +60,7 @@ _STATS = (
     "COALESCE(rule_tokens, tokens), eligible_banked + COALESCE(%(seq)s - eligible_since, 0), "
     "rule_text IS NOT NULL FROM ks_items WHERE "
 )
-STATS_OF_SHOWN_FOR_UPDATE = _STATS + "namespace_id = %(ns)s AND id = ANY(%(ids)s) ORDER BY id FOR UPDATE"
+STATS_OF_SHOWN_FOR_UPDATE = _STATS + "namespace_id = %(ns)s AND id = ANY(%(ids)s) ORDER BY id FOR NO KEY UPDATE"
 STATS_OF_IDS = _STATS + "id = ANY(%(ids)s)"
 # A superset of the items that can pass the validation gate (ugc.is_validated decides).
 STATS_OF_GATE_CANDIDATES = _STATS + "namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
@@ -64,6 +69,19 @@ STATS_OF_GATE_CANDIDATES = _STATS + "namespace_id = %(ns)s AND (state <> 'cold' 
 
 # Iterative scans keep a filtered HNSW search from returning fewer rows than asked for.
 SEARCH_SETTINGS = "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true)"
+
+# The ledger of what a retrieval showed (one row per episode round, one per item shown in it).
+DELETE_RETRIEVAL = "DELETE FROM ks_retrievals WHERE namespace_id = %s AND episode_id = %s AND round = %s"
+INSERT_RETRIEVAL = "INSERT INTO ks_retrievals (namespace_id, episode_id, round, hot_version) VALUES (%s, %s, %s, %s)"
+INSERT_RETRIEVAL_ITEMS = (
+    "INSERT INTO ks_retrieval_items (namespace_id, episode_id, round, item_id, tier) "
+    "SELECT %s, %s, %s, s.id, s.tier FROM unnest(%s::bigint[], %s::text[]) AS s(id, tier)"
+)
+RETRIEVALS_OF_EPISODE = (
+    "SELECT r.round, r.hot_version, i.item_id, i.tier FROM ks_retrievals r LEFT JOIN ks_retrieval_items i "
+    "USING (namespace_id, episode_id, round) WHERE r.namespace_id = %s AND r.episode_id = %s"
+)
+DELETE_RETRIEVALS_OF_EPISODE = "DELETE FROM ks_retrievals WHERE namespace_id = %s AND episode_id = %s"
 
 # -- the episode commit -----------------------------------------------------------------------------
 
@@ -75,7 +93,8 @@ EPISODE_CREDITS = (
 EPISODE_NEW_ITEMS = "SELECT id FROM ks_items WHERE namespace_id = %s AND source_episode = %s ORDER BY id"
 INSERT_EPISODE = (
     "INSERT INTO ks_episodes (namespace_id, episode_id, seq, policy, operator, level, t_first, t_best, "
-    "terminal_score, hot_version_seen, rounds, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "terminal_score, hot_version_seen, rounds, metadata, params) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 COPY_EXPOSURES = (
     "COPY ks_exposures (namespace_id, episode_id, item_id, round, tier, stage, relevance, score, adopted, "
@@ -143,6 +162,7 @@ ITEM_SUMMARY = (
     "coalesce(sum(n_ado), 0) AS adoptions, coalesce(sum(n_ret), 0) AS exposures "
     "FROM ks_items WHERE namespace_id = %s"
 )
+LAST_EPISODE_PARAMS = "SELECT params FROM ks_episodes WHERE namespace_id = %s ORDER BY seq DESC LIMIT 1"
 EPISODE_SUMMARY = (
     "SELECT count(*) AS n, count(*) FILTER (WHERE t_first IS NOT NULL) AS solved "
     "FROM ks_episodes WHERE namespace_id = %s"

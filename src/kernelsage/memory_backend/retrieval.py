@@ -10,10 +10,10 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
-from kernelsage.errors import NamespaceError
-from kernelsage.memory_backend import item_rows
+from kernelsage.errors import EpisodeError, NamespaceError
+from kernelsage.memory_backend import item_rows, ledger
 from kernelsage.memory_backend import queries as q
-from kernelsage.memory_backend.database import transaction
+from kernelsage.memory_backend.database import run_transaction
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo, Retrieval, ShownItem
 from kernelsage.memory_backend.namespaces import checked_vector, counters
 from kernelsage.memory_backend.params import SageParams
@@ -46,24 +46,62 @@ def relevance_pool(conn: psycopg.Connection, info: NamespaceInfo, query: Sequenc
 
 
 def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
-             embeddings: Embeddings | None, query: Query, *, k: int, stage: Stage,
-             rng: random.Random) -> Retrieval:
-    """Cold items for a need (relevance pool, reranked late by the policy) plus the resident hot rules."""
+             embeddings: Embeddings | None, query: Query, *, k: int, stage: Stage, rng: random.Random,
+             episode: tuple[str, int] | None = None) -> Retrieval:
+    """Cold items for a need (relevance pool, reranked late by the policy) plus the resident hot rules.
+
+    One transaction at REPEATABLE READ: the hot set, its version and the pool come from one snapshot, so
+    no rule is ever both hot and cold. With `episode` (episode id, round) what was shown is recorded in
+    the retrieval ledger, which that episode's commit is checked against.
+    """
     if policy.retrieves and isinstance(query, str):
         if embeddings is None:
             raise NamespaceError("a text query needs the memory to be opened with embeddings")
         query = embeddings.embed_query(query)
-    with transaction(pool) as conn:  # one snapshot: the hot set and the pool agree
+    vector = checked_vector(query, info.embedding_dim, "the query embedding") if policy.retrieves else None
+    if episode is not None:
+        ledger.check_round(*episode)
+    start = rng.getstate()
+
+    def work(conn: psycopg.Connection) -> Retrieval:
+        rng.setstate(start)  # a retried transaction ranks exactly as the first attempt would have
         version = counters(conn, info)["hot_version"]
         hot = [ShownItem(item=i, tier="hot") for i in hot_rules(conn, info.id, policy)]
-        found = relevance_pool(conn, info, query, max(params.pool_size, k),  # type: ignore[arg-type]
+        resident = {s.item.id for s in hot}
+        found = relevance_pool(conn, info, vector, max(params.pool_size, k),  # type: ignore[arg-type]
                                exclude_resident=policy.uses_hot_memory,
-                               ef_search=params.ef_search) if policy.retrieves else []
-    by_id = {item.id: item for item, _ in found}
-    candidates = [
-        PoolEntry(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft, q_refine=item.q_refine)
-        for item, rel in found
-    ]
-    ranked = policy.rank(candidates, k=k, stage=stage, params=params, rng=rng)
-    cold = [ShownItem(item=by_id[c.item_id], tier="cold", relevance=c.relevance, score=c.score) for c in ranked]
-    return Retrieval(cold=cold, hot=hot, hot_version=version)
+                               ef_search=params.ef_search) if vector is not None else []
+        found = [(item, rel) for item, rel in found if item.id not in resident]
+        by_id = {item.id: item for item, _ in found}
+        candidates = [PoolEntry(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft,
+                                q_refine=item.q_refine) for item, rel in found]
+        ranked = policy.rank(candidates, k=k, stage=stage, params=params, rng=rng)
+        cold = [ShownItem(item=by_id[c.item_id], tier="cold", relevance=c.relevance, score=c.score) for c in ranked]
+        result = Retrieval(cold=cold, hot=hot, hot_version=version)
+        if episode is not None:
+            ledger.record(conn, info, *episode, version, [(s.item.id, s.tier) for s in result.shown])
+        return result
+
+    return run_transaction(pool, work, snapshot=True)
+
+
+def show(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, episode: tuple[str, int],
+         item_ids: list[int]) -> Retrieval:
+    """Record that a host showed these items in an episode round (it chose them itself); each item's tier
+    is what the store holds now, and the resident rules are shown with them, as a retrieval shows them."""
+    ledger.check_round(*episode)
+
+    def work(conn: psycopg.Connection) -> Retrieval:
+        version = counters(conn, info)["hot_version"]
+        hot = [ShownItem(item=i, tier="hot") for i in hot_rules(conn, info.id, policy)]
+        resident = {s.item.id for s in hot}
+        chosen = [i for i in dict.fromkeys(item_ids) if i not in resident]
+        items = {i.id: i for i in item_rows.items_in_namespace(conn, info.id, chosen)}
+        unknown = [i for i in chosen if i not in items]
+        if unknown:
+            raise EpisodeError(f"namespace {info.name!r} holds no items {unknown}")
+        result = Retrieval(cold=[ShownItem(item=items[i], tier="cold") for i in chosen], hot=hot, hot_version=version)
+        ledger.record(conn, info, *episode, version, [(s.item.id, s.tier) for s in result.shown])
+        return result
+
+    return run_transaction(pool, work, snapshot=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import psycopg
 
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import NamespaceInfo
+from kernelsage.memory_backend.params import SageParams
 
 STATES = ("cold", "validated", "hot")
 
@@ -27,12 +29,13 @@ def snapshot(conn: psycopg.Connection, namespace_id: int) -> dict[str, Any]:
 
 
 def summary(conn: psycopg.Connection, info: NamespaceInfo, *, policy: str, read_only: bool,
-            hot_budget: int) -> dict[str, Any]:
+            params: SageParams) -> dict[str, Any]:
     """Counts by lifecycle state, hot-memory use, episodes and utility summary of a namespace; `info`
     should be read in the same transaction, so its hot-memory version matches the counts."""
     by_state = {r["state"]: r["n"] for r in conn.execute(q.COUNT_BY_STATE, (info.id,))}
     items = conn.execute(q.ITEM_SUMMARY, (info.id,)).fetchone()
     episodes = conn.execute(q.EPISODE_SUMMARY, (info.id,)).fetchone()
+    last = conn.execute(q.LAST_EPISODE_PARAMS, (info.id,)).fetchone()
     return {
         "namespace": info.name,
         "policy": policy,
@@ -42,10 +45,12 @@ def summary(conn: psycopg.Connection, info: NamespaceInfo, *, policy: str, read_
         "items": items["items"],
         "by_state": {s: by_state.get(s, 0) for s in STATES},
         "hot_tokens": int(items["hot_tokens"]),
-        "hot_budget": hot_budget,
+        "hot_budget": params.hot_budget_tokens,
         "hot_version": info.hot_version,
         "episodes": episodes["n"],
         "solved_episodes": episodes["solved"],
         "mean_utility": float(items["mean_utility"]) if items["mean_utility"] is not None else None,
         "adoption_rate": (items["adoptions"] / items["exposures"]) if items["exposures"] else None,
+        "params": dataclasses.asdict(params),  # what this handle ranks, credits and consolidates with
+        "last_episode_params": last["params"] if last else None,  # what the latest committed episode ran with
     }

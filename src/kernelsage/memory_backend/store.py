@@ -12,7 +12,7 @@ Every multi-statement change runs in one transaction, so a failure leaves memory
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool
 from kernelsage.errors import ReadOnlyMemoryError
 from kernelsage.memory_backend import consolidation, episodes, item_rows, namespaces, retrieval, schema, stats
 from kernelsage.memory_backend.consolidation import RuleAbstractor
-from kernelsage.memory_backend.database import database_url, open_pool, transaction
+from kernelsage.memory_backend.database import database_url, open_pool, run_transaction, transaction
 from kernelsage.memory_backend.items import (
     CommitResult,
     ConsolidationResult,
@@ -39,6 +39,7 @@ from kernelsage.memory_backend.policies import MemoryPolicy, get_policy
 from kernelsage.memory_backend.records import EpisodeTrace, Stage
 from kernelsage.memory_backend.tokens import TokenCounter, approx_token_count
 from kernelsage.memory_backend.transfer import export_namespace, import_namespace
+from kernelsage.memory_backend.validation import MAX_EPISODE_ITEMS, check_new_items, check_trace
 
 __all__ = ["MAX_DIM", "Memory", "MemoryStore", "RuleAbstractor", "export_namespace", "import_namespace"]
 
@@ -104,12 +105,21 @@ class MemoryStore:
         policy: str | MemoryPolicy = "sage",
         read_only: bool = False,
         create: bool = True,
+        params: SageParams | None = None,
+        seed: Callable[[], Sequence[NewItem]] | None = None,
     ) -> Memory:
-        """A handle on one namespace, created on first use unless read_only or create=False."""
+        """A handle on one namespace, created on first use unless read_only or create=False.
+
+        `params` (default: the store's) are the hyperparameters this handle ranks, credits and consolidates
+        with; each committed episode records them. `seed` gives the items a namespace starts with: stored in
+        the transaction that creates it, so of several workers opening a fresh namespace at once exactly
+        one seeds it, and nobody sees it without them.
+        """
         info = namespaces.resolve(self.pool, name, embeddings=embeddings, embedding_dim=embedding_dim,
-                                  create=create and not read_only)
+                                  create=create and not read_only, seed=seed, token_counter=self.token_counter)
         chosen = policy if isinstance(policy, MemoryPolicy) else get_policy(policy)
-        return Memory(self, info, embeddings=embeddings, policy=chosen, read_only=read_only)
+        return Memory(self, info, embeddings=embeddings, policy=chosen, read_only=read_only,
+                      params=params or self.params)
 
     def delete_namespace(self, name: str) -> bool:
         with self._transaction() as conn:
@@ -120,13 +130,13 @@ class Memory:
     """One namespace seen through one memory policy; read-only handles refuse every update."""
 
     def __init__(self, store: MemoryStore, info: NamespaceInfo, *, embeddings: Embeddings | None,
-                 policy: MemoryPolicy, read_only: bool) -> None:
+                 policy: MemoryPolicy, read_only: bool, params: SageParams | None = None) -> None:
         self.store = store
         self.info = info
         self.embeddings = embeddings
         self.policy = policy
         self.read_only = read_only
-        self.params = store.params
+        self.params = params or store.params
 
     @property
     def name(self) -> str:
@@ -144,15 +154,25 @@ class Memory:
 
     # -- items ------------------------------------------------------------------------------------
 
-    def add_items(self, items: Sequence[NewItem]) -> list[int]:
-        """Store new cold items (embedding missing ones) in one transaction; returns their ids."""
+    def add_items(self, items: Sequence[NewItem], *, unless_kind_present: str | None = None) -> list[int]:
+        """Store new cold items (embedding missing ones) in one transaction; returns their ids.
+
+        With `unless_kind_present`, nothing is stored (and [] returned) when the namespace already holds an
+        item of that kind, checked under the namespace's lock: seeding a pack twice at once stores it once.
+        """
         self._writable("add items")
+        check_new_items(items)
         if not items:
             return []
         vectors = self._embed(items)
-        with self.store._transaction() as conn:
-            seq = namespaces.counters(conn, self.info)["episode_seq"]
+
+        def work(conn: psycopg.Connection) -> list[int]:
+            seq = namespaces.counters(conn, self.info, for_update=True)["episode_seq"]
+            if unless_kind_present and item_rows.count_items(conn, self.info.id, unless_kind_present):
+                return []
             return item_rows.insert_items(conn, self.info.id, items, vectors, seq, self.store.token_counter)
+
+        return run_transaction(self.store.pool, work)
 
     def get_item(self, item_id: int) -> MemoryItem:
         with self.store._transaction() as conn:
@@ -188,10 +208,28 @@ class Memory:
         k: int | None = None,
         stage: Stage = "draft",
         rng: random.Random | None = None,
+        episode_id: str | None = None,
+        round: int | None = None,
     ) -> Retrieval:
-        """Cold items for a need (relevance pool, reranked late by the policy) plus the resident hot rules."""
+        """Cold items for a need (relevance pool, reranked late by the policy) plus the resident hot rules,
+        read from one snapshot.
+
+        An agent passes the `episode_id` and the `round` the items are shown in (the round of their
+        `Exposure` records): the store records what it showed, and that episode's commit must match it.
+        """
+        episode = None
+        if episode_id is not None and not self.read_only:
+            episode = (episode_id, 0 if round is None else round)
         return retrieval.retrieve(self.store.pool, self.info, self.policy, self.params, self.embeddings, query,
-                                  k=k or self.params.top_k, stage=stage, rng=rng or random.Random())
+                                  k=k or self.params.top_k, stage=stage, rng=rng or random.Random(),
+                                  episode=episode)
+
+    def show(self, episode_id: str, round: int, item_ids: Sequence[int]) -> Retrieval:
+        """Record that a host showed these items (chosen by itself) in an episode round, with the resident
+        rules, as a retrieval would; their tiers are what the store holds now. The commit is checked
+        against it like against a retrieval."""
+        self._writable("record shown items")
+        return retrieval.show(self.store.pool, self.info, self.policy, (episode_id, round), list(item_ids))
 
     def info_now(self) -> NamespaceInfo:
         with self.store._transaction() as conn:
@@ -203,10 +241,11 @@ class Memory:
         """Record an episode, apply its credit and store the experiences it produced, in one
         transaction; idempotent per episode id (a repeat changes nothing and says so)."""
         self._writable("commit an episode")
+        check_trace(episode)
+        check_new_items(new_items, MAX_EPISODE_ITEMS)
         vectors = self._embed(new_items)
-        with self.store._transaction() as conn:
-            return episodes.commit_episode(conn, self.info, self.policy, self.params, episode, new_items, vectors,
-                                           self.store.token_counter)
+        return run_transaction(self.store.pool, lambda conn: episodes.commit_episode(
+            conn, self.info, self.policy, self.params, episode, new_items, vectors, self.store.token_counter))
 
     def episode_credits(self, episode_id: str) -> dict[int, tuple[float, float, float]]:
         """Stored (credit, utility before, utility after) per item of one committed episode, for audits."""
@@ -245,4 +284,4 @@ class Memory:
         """Counts by lifecycle state, hot-memory use, episodes and utility summary of this namespace."""
         with self.store._transaction() as conn:
             return stats.summary(conn, namespaces.current_info(conn, self.name), policy=self.policy.name,
-                                 read_only=self.read_only, hot_budget=self.params.hot_budget_tokens)
+                                 read_only=self.read_only, params=self.params)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +30,8 @@ if TYPE_CHECKING:
     from kernelsage.memory_backend.store import MemoryStore
 
 FORMAT = "kernelsage-memory"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # v2 ends with an "end" record: counts per record type and a SHA-256 of every line before it
+READABLE_VERSIONS = (1, 2)  # v1 files (no end record) are still read, unverified
 _DATETIME_KEYS = {"created_at", "updated_at", "promoted_at", "demoted_at", "abstracted_at", "committed_at", "at"}
 _TABLES = {record_type: table for record_type, table, _ in q.EXPORT_TABLES}
 _ITEM_REFERENCES = {"exposure", "credit", "hot_event"}
@@ -100,7 +103,7 @@ def _import_record(conn: psycopg.Connection, info: NamespaceInfo, record: dict[s
         if record["item_id"] not in ids:
             raise NamespaceError(f"{record_type} refers to item {record['item_id']}, which is not exported")
         record = {**record, "item_id": ids[record["item_id"]]}
-    for key in ("metadata", "rounds"):
+    for key in ("metadata", "rounds", "params"):
         if key in record and not isinstance(record[key], Jsonb):
             record[key] = Jsonb(record[key])
     conn.execute(q.insert_row(_TABLES[record_type], ["namespace_id", *record]), [info.id, *record.values()])
@@ -120,26 +123,50 @@ def _json_default(value: Any) -> Any:
 def export_jsonl(store: MemoryStore, namespace: str, path: Path) -> int:
     """Write a namespace to path (items, statistics, provenance, episodes); returns the record count.
 
-    Written to a temporary file first, so a failed export never leaves a truncated file behind.
+    The last line is an "end" record with the count of each record type and a SHA-256 of every line
+    before it, so an import refuses a file that was cut short or changed. Written to a temporary file
+    first, so a failed export never leaves a truncated file behind.
     """
+    if not path.parent.is_dir():
+        raise TransferFormatError(f"cannot export to {path}: the directory {path.parent} does not exist; "
+                                  "create it or choose another path")
     partial = path.with_name(path.name + ".partial")
-    count = 0
+    digest, counts = hashlib.sha256(), Counter[str]()
     try:
         with partial.open("w", encoding="utf-8") as out:
             for record in export_namespace(store, namespace):
                 if record["type"] == "namespace":
                     record = {**record, "format": FORMAT, "format_version": FORMAT_VERSION}
-                out.write(json.dumps(record, default=_json_default, sort_keys=True) + "\n")
-                count += 1
+                line = json.dumps(record, default=_json_default, sort_keys=True) + "\n"
+                out.write(line)
+                digest.update(line.encode("utf-8"))
+                counts[record["type"]] += 1
+            out.write(json.dumps({"type": "end", "counts": dict(sorted(counts.items())),
+                                  "sha256": digest.hexdigest()}, sort_keys=True) + "\n")
         partial.replace(path)
+    except OSError as exc:
+        raise TransferFormatError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         partial.unlink(missing_ok=True)
-    return count
+    return sum(counts.values())
+
+
+def _check_end(path: Path, number: int, record: dict[str, Any], counts: Counter[str], digest: str) -> None:
+    if record.get("sha256") != digest:
+        raise TransferFormatError(f"{path}:{number}: the checksum does not match the records before it: "
+                                  "the file was changed or damaged; export it again")
+    if record.get("counts") != dict(sorted(counts.items())):
+        raise TransferFormatError(f"{path}:{number}: the file holds {dict(counts)} records, "
+                                  f"the export wrote {record.get('counts')}")
 
 
 def _read_records(path: Path) -> Iterator[dict[str, Any]]:
+    digest, counts = hashlib.sha256(), Counter[str]()
+    version, ended = None, False
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
+            if ended:
+                raise TransferFormatError(f"{path}:{number}: records after the end record")
             if not line.strip():
                 continue
             try:
@@ -149,16 +176,25 @@ def _read_records(path: Path) -> Iterator[dict[str, Any]]:
             if not isinstance(record, dict) or "type" not in record:
                 raise TransferFormatError(f"{path}:{number}: a record must be an object with a 'type'")
             if number == 1:
-                if record.get("format") != FORMAT or record.get("format_version") != FORMAT_VERSION:
+                version = record.get("format_version")
+                if record.get("format") != FORMAT or version not in READABLE_VERSIONS:
                     raise TransferFormatError(
                         f"{path}:1: not a {FORMAT} v{FORMAT_VERSION} export "
                         f"(found format={record.get('format')!r}, version={record.get('format_version')!r})"
                     )
                 record = {k: v for k, v in record.items() if k not in ("format", "format_version")}
+            if record["type"] == "end":
+                _check_end(path, number, record, counts, digest.hexdigest())
+                ended = True
+                continue
+            digest.update(line.encode("utf-8"))
+            counts[record["type"]] += 1
             for key in _DATETIME_KEYS & record.keys():
                 if record[key] is not None:
                     record[key] = datetime.fromisoformat(record[key])
             yield record
+    if version != 1 and not ended:
+        raise TransferFormatError(f"{path}: the file ends before its end record: it was cut short; export it again")
 
 
 def import_jsonl(store: MemoryStore, path: Path, namespace: str | None = None) -> NamespaceInfo:

@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableBinding
 
 from kernelsage.errors import ModelError
+from kernelsage.models.limits import ModelLimits
 
 MODEL_BASE_URL_ENV = "KERNELSAGE_MODEL_BASE_URL"
 MODEL_API_KEY_ENV = "KERNELSAGE_MODEL_API_KEY"
@@ -53,16 +54,22 @@ def make_chat_model(
 
     Base URL and key default to KERNELSAGE_MODEL_BASE_URL / KERNELSAGE_MODEL_API_KEY, then the provider's
     own variables (OPENAI_BASE_URL / OPENAI_API_KEY for "openai"). The client's own retries are off
-    (`max_retries=0`) unless given, because `invoke_with_retry` is the one retry layer. Never returns a
-    fake model: a missing key or unknown provider raises `ModelError`.
+    (`max_retries=0`) unless given, because `invoke_with_retry` is the one retry layer. The request
+    timeout, the output limit (`max_tokens`, always sent) and the temperature come from the environment
+    (`ModelLimits.from_env`) unless given. Never returns a fake model: a missing key or unknown provider
+    raises `ModelError`.
     """
     provider, _, model = spec.partition(":")
     provider = provider.strip().lower()
     model = model.strip()
     if not provider or not model:
         raise ModelError(f"model {spec!r} is not 'provider:model': write e.g. 'openai:gpt-4o-mini'")
+    limits = ModelLimits.from_env()
+    temperature = temperature if temperature is not None else limits.temperature
     if temperature is not None:
         kwargs["temperature"] = temperature
+    kwargs.setdefault("timeout", limits.timeout)
+    kwargs.setdefault("max_tokens", limits.max_tokens)
     compatible = _OPENAI_COMPATIBLE.get(provider)
     if compatible is not None:
         return _make_openai_compatible(provider, model, compatible, base_url, api_key, kwargs)
@@ -77,7 +84,7 @@ def _make_openai_compatible(
     api_key: str | None,
     kwargs: dict[str, Any],
 ) -> BaseChatModel:
-    from langchain_openai import ChatOpenAI
+    from kernelsage.models.openai_compat import CompatibleChatOpenAI
 
     base_url = (
         base_url
@@ -97,7 +104,7 @@ def _make_openai_compatible(
             f"model 'vllm:{model}' needs the server's URL: set {MODEL_BASE_URL_ENV} (e.g. http://localhost:8000/v1)"
         )
     kwargs.setdefault("max_retries", 0)
-    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, **kwargs)
+    return CompatibleChatOpenAI(model=model, base_url=base_url, api_key=api_key, **kwargs)
 
 
 def _make_with_init_chat_model(

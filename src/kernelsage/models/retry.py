@@ -1,4 +1,14 @@
-"""Call a model with retries for transient API faults; everything else fails at once as `ModelError`."""
+"""Call a model with retries for transient API faults; everything else fails at once as `ModelError`.
+
+Which failure is which:
+- timeouts, dropped connections, 408, 429 and 5xx are retried with exponential backoff and jitter, at most
+  `attempts` tries within `deadline` seconds (`ModelLimits`); when they still fail, `ModelCallError`
+  names the endpoint's URL;
+- a request the endpoint rejects (400, 422) is `ModelCallError`, `ContextOverflowError` when the prompt
+  exceeds the model's window: the episode records the round and goes on;
+- authentication, permission and unknown-model answers (401, 403, 404) are plain `ModelError`: every
+  later call would fail alike, so the stream stops with one line that says what to fix.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +27,13 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     stop_after_attempt,
+    stop_after_delay,
     wait_exponential_jitter,
 )
 
-from kernelsage.errors import ModelError
+from kernelsage.errors import ContextOverflowError, ModelCallError, ModelError
 from kernelsage.models.factory import MODEL_API_KEY_ENV, MODEL_BASE_URL_ENV
+from kernelsage.models.limits import ModelLimits
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +68,47 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, TRANSIENT_ERRORS)
 
 
+# How servers word "the prompt is too long" (OpenAI, vLLM, llama.cpp, DeepSeek, Qwen, GLM, gateways).
+_OVERFLOW_WORDS = ("context length", "context_length", "maximum context", "context window", "exceed_context",
+                   "exceeds the available context", "too many tokens", "prompt is too long", "input is too long",
+                   "reduce the length", "longer than the model")
+
+
+def is_context_overflow(error: BaseException) -> bool:
+    """A 400/413/422 whose message says the request does not fit the model's context window."""
+    if not isinstance(error, openai.APIStatusError) or error.status_code not in (400, 413, 422):
+        return False
+    text = f"{error.message} {getattr(error, 'body', '')}".lower()
+    return any(words in text for words in _OVERFLOW_WORDS)
+
+
+def endpoint_of(error: BaseException) -> str:
+    """The URL a failed request went to, when the error knows it."""
+    request = getattr(error, "request", None)
+    try:
+        return str(request.url) if request is not None else ""
+    except RuntimeError:  # httpx raises when an error was built without its request
+        return ""
+
+
+def as_model_error(error: openai.APIStatusError) -> ModelError:
+    """A status error retrying cannot fix, as the error the caller acts on (see the module docstring)."""
+    message = permanent_error_message(error) or str(error)
+    if error.status_code in (401, 403, 404):
+        return ModelError(message)
+    if is_context_overflow(error):
+        return ContextOverflowError(f"the prompt does not fit the model's context window: {message}")
+    return ModelCallError(message)
+
+
 def permanent_error_message(error: BaseException) -> str | None:
     """What to tell the user about a fault that retrying cannot fix; None when it is not an API fault."""
     if not isinstance(error, openai.APIStatusError):
         return None
     code = error.status_code
-    detail = str(error.message)[:300]
+    detail = " ".join(str(error.message).split())[:300]
+    url = endpoint_of(error)
+    detail = f"{detail}; {url}" if url else detail
     if code == 401:
         return f"the model endpoint rejected the API key (401): check {MODEL_API_KEY_ENV} ({detail})"
     if code == 403:
@@ -83,50 +130,63 @@ def invoke_with_retry(
     model: Any,
     messages: Any,
     *,
-    attempts: int = 5,
+    attempts: int | None = None,
+    deadline: float | None = None,
     max_wait: float = 30.0,
     config: Any = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Any:
     """`model.invoke(messages, config)`, retried on transient faults with exponential backoff and jitter.
 
-    Authentication and bad-request errors raise `ModelError` at once; a transient fault still failing
-    after `attempts` calls raises `ModelError` ("gave up after N attempts"). Other exceptions pass
-    through unchanged. `sleep` is injectable so tests need not wait.
+    `attempts` and `deadline` (seconds for the whole call) default to `ModelLimits.from_env()`. A fault
+    retrying cannot fix, or a transient one still failing at the limit, raises `ModelError` or one of its
+    subclasses (see the module docstring). Other exceptions pass through unchanged. `sleep` is injectable
+    so tests need not wait.
     """
-    retrying = Retrying(sleep=sleep, **_policy(attempts, max_wait))
+    attempts, deadline = _limits(attempts, deadline)
+    retrying = Retrying(sleep=sleep, **_policy(attempts, max_wait, deadline))
     try:
         return retrying(model.invoke, messages, config)
     except RetryError as exc:
         raise _gave_up(exc, attempts) from exc.last_attempt.exception()
     except openai.APIStatusError as exc:
-        raise ModelError(permanent_error_message(exc)) from exc
+        raise as_model_error(exc) from exc
 
 
 async def ainvoke_with_retry(
     model: Any,
     messages: Any,
     *,
-    attempts: int = 5,
+    attempts: int | None = None,
+    deadline: float | None = None,
     max_wait: float = 30.0,
     config: Any = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> Any:
     """The async twin of `invoke_with_retry` (`model.ainvoke`)."""
-    retrying = AsyncRetrying(sleep=sleep, **_policy(attempts, max_wait))
+    attempts, deadline = _limits(attempts, deadline)
+    retrying = AsyncRetrying(sleep=sleep, **_policy(attempts, max_wait, deadline))
     try:
         return await retrying(model.ainvoke, messages, config)
     except RetryError as exc:
         raise _gave_up(exc, attempts) from exc.last_attempt.exception()
     except openai.APIStatusError as exc:
-        raise ModelError(permanent_error_message(exc)) from exc
+        raise as_model_error(exc) from exc
 
 
-def _policy(attempts: int, max_wait: float) -> dict[str, Any]:
+def _limits(attempts: int | None, deadline: float | None) -> tuple[int, float]:
+    if attempts is None or deadline is None:
+        limits = ModelLimits.from_env()
+        attempts = limits.attempts if attempts is None else attempts
+        deadline = limits.deadline if deadline is None else deadline
+    return attempts, deadline
+
+
+def _policy(attempts: int, max_wait: float, deadline: float) -> dict[str, Any]:
     if attempts < 1:
         raise ModelError(f"attempts must be at least 1, got {attempts}")
     return {
-        "stop": stop_after_attempt(attempts),
+        "stop": stop_after_attempt(attempts) | stop_after_delay(deadline),
         "wait": wait_exponential_jitter(multiplier=1.0, max=max_wait, jitter=1.0),
         "retry": retry_if_exception(is_transient),
         "before_sleep": _log_retry,
@@ -141,4 +201,10 @@ def _log_retry(state: RetryCallState) -> None:
 
 def _gave_up(exc: RetryError, attempts: int) -> ModelError:
     last = exc.last_attempt.exception()
-    return ModelError(f"gave up after {attempts} attempts: {type(last).__name__}: {last}")
+    tries = exc.last_attempt.attempt_number
+    url = endpoint_of(last) if last is not None else ""
+    where = f"model endpoint {url}: " if url else ""
+    limit = "" if tries >= attempts else " (the call's deadline passed)"
+    detail = " ".join(str(last).split())[:300] or "no message"
+    return ModelCallError(f"{where}gave up after {tries} attempts{limit}: {type(last).__name__}: {detail}; check "
+                          f"that the server is up, or raise KERNELSAGE_MODEL_TIMEOUT / KERNELSAGE_MODEL_ATTEMPTS")

@@ -1,17 +1,31 @@
-"""curator: when the episode ends, credit the memory (ATU), store new experiences, consolidate (UGC)."""
+"""curator: when the episode ends, credit the memory (ATU), store new experiences, consolidate (UGC).
+
+Experience extraction and rule abstraction are advisory: when their model call fails, the episode's
+credits are still committed, with no new lessons, and a validated item waits for its rule until a later
+consolidation. Lessons and rules are bounded (`bounds`) before they enter the memory.
+"""
 
 from __future__ import annotations
 
 import difflib
 import itertools
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
+from kernelsage.errors import ModelCallError
+from kernelsage.graph.nodes.bounds import (
+    MAX_DIFF_CHARS,
+    MAX_LESSON_CHARS,
+    MAX_RULE_CHARS,
+    MAX_SUMMARY_CHARS,
+    bound,
+)
 from kernelsage.graph.nodes.model_calls import call_model, run_config, text_of
-from kernelsage.graph.nodes.prompting import render
+from kernelsage.graph.nodes.prompting import first_error, render
 from kernelsage.graph.records import Attempt, MemoryUpdate, as_state
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState, attempts, best_attempt, exposures, first_correct
@@ -20,6 +34,7 @@ from kernelsage.memory_backend.records import EpisodeTrace, RoundOutcome
 from kernelsage.models.factory import model_name
 
 MAX_DIFF_LINES = 40
+log = logging.getLogger(__name__)
 
 
 def episode_trace(state: EpisodeState, policy: str, model: str) -> EpisodeTrace:
@@ -41,13 +56,13 @@ def code_diff(before: Attempt, after: Attempt) -> str:
     for name in sorted(set(before.files) | set(after.files)):
         lines += difflib.unified_diff(before.files.get(name, "").splitlines(), after.files.get(name, "").splitlines(),
                                       name, name, lineterm="", n=1)
-    return "\n".join(lines[:MAX_DIFF_LINES])
+    return bound("\n".join(lines[:MAX_DIFF_LINES]), MAX_DIFF_CHARS)
 
 
 def _first_error(attempt: Attempt) -> str:
     assert attempt.evaluation is not None
-    compiled = attempt.evaluation.compile
-    return compiled.errors[0].message if compiled.errors else compiled.reason
+    first = first_error(attempt)
+    return bound(first.message if first else attempt.evaluation.compile.reason, MAX_SUMMARY_CHARS)
 
 
 def transitions(state: EpisodeState) -> list[tuple[str, str, str]]:
@@ -60,7 +75,7 @@ def transitions(state: EpisodeState) -> list[tuple[str, str, str]]:
             found.append(("fixed a compile error", f"compiler: {_first_error(before)}", code_diff(before, after)))
         elif before.compiled and not before.correct and after.correct:
             verify = before.evaluation.verify if before.evaluation else None
-            message = (verify.message if verify else "") or before.status
+            message = bound((verify.message if verify else "") or before.status, MAX_SUMMARY_CHARS)
             found.append(("fixed a wrong result", f"{before.status}: {message}", code_diff(before, after)))
     first, best = first_correct(state), best_attempt(state)
     if first and best and best.round != first.round and first.latency and best.latency:
@@ -79,8 +94,13 @@ def extract_experiences(state: EpisodeState, resources: AgentResources, category
                        for n, (kind, evidence, diff) in enumerate(found))
     prompt = render("experience", task_id=state["task_id"], category=category, backend=resources.backend.name,
                     transitions=text)
-    answer = call_model(model, [HumanMessage(prompt)], run_config(state, "curator", model_name(model)))
-    lessons = [line[2:].strip() for line in text_of(answer).splitlines() if line.startswith("- ")]
+    try:
+        answer = call_model(model, [HumanMessage(prompt)], run_config(state, "curator", model_name(model)))
+    except ModelCallError as exc:  # advisory: the credits are committed without new lessons
+        log.warning("curator: no lessons from episode %s: %s", state.get("episode_id"), exc)
+        return []
+    lessons = [bound(line[2:].strip(), MAX_LESSON_CHARS) for line in text_of(answer).splitlines()
+               if line.startswith("- ")]
     return [
         NewItem(text=lesson, evidence=f"{kind}; {evidence}", code_example=diff or None,
                 operator=state.get("operator", state["task_id"]), kind="experience",
@@ -94,9 +114,14 @@ def make_rule_abstractor(resources: AgentResources, state: EpisodeState) -> Call
 
     def abstract(item: MemoryItem) -> str:
         prompt = render("abstraction", backend=resources.backend.name, operators=len(item.adopting_ops),
-                        text=item.text, evidence=item.evidence,
-                        code_example=f"Code: {item.code_example}" if item.code_example else "")
-        return text_of(call_model(model, [HumanMessage(prompt)], run_config(state, "curator", model_name(model))))
+                        text=bound(item.text, MAX_RULE_CHARS), evidence=bound(item.evidence or "", MAX_RULE_CHARS),
+                        code_example=f"Code: {bound(item.code_example, MAX_DIFF_CHARS)}" if item.code_example else "")
+        try:
+            answer = call_model(model, [HumanMessage(prompt)], run_config(state, "curator", model_name(model)))
+        except ModelCallError as exc:  # advisory: no rule now; the item stays validated for a later try
+            log.warning("curator: no rule for item %s: %s", item.id, exc)
+            return ""
+        return bound(text_of(answer).strip(), MAX_RULE_CHARS)
 
     return abstract
 

@@ -21,7 +21,7 @@ def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any
         evaluation = evaluate_candidate(resources.backend, resources.tasks(state["task_id"]), pending.files)
         attempt = Attempt(round=state.get("round", 0), stage=stage_of(state), status=evaluation.status.value,
                           candidate_hash=content_hash(pending.files), files=pending.files,
-                          adopted=pending.adopted_ids, evaluation=evaluation)
+                          adopted=pending.adopted_ids, evaluation=evaluation, prompt_tokens=pending.prompt_tokens)
         update: dict[str, Any] = {"attempts": [as_state(attempt)], "pending": None}
         if attempt.correct:
             if state.get("first_correct") is None:

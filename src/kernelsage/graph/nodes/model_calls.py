@@ -1,4 +1,5 @@
-"""Calling the role's model: retries for transient faults, and names and metadata for tracing."""
+"""Calling the role's model: retries for transient faults, names and metadata for tracing, and what an
+answer says about itself (cut off at the output limit, tokens used)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from kernelsage.graph.state import EpisodeState, stage_of
+from kernelsage.models.limits import ModelLimits, estimate_tokens
 from kernelsage.models.retry import invoke_with_retry
+
+TRUNCATED_FINISH_REASONS = ("length", "max_tokens")  # OpenAI-compatible servers; Anthropic
 
 
 def run_config(state: EpisodeState, role: str, model_name: str) -> RunnableConfig:
@@ -22,7 +26,9 @@ def run_config(state: EpisodeState, role: str, model_name: str) -> RunnableConfi
 
 
 def call_model(model: BaseChatModel, messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
-    """One model call with retries for transient faults; the answer as an AIMessage."""
+    """One model call with retries for transient faults; the answer as an AIMessage.
+
+    Raises `ModelCallError` (the caller records it and goes on) or `ModelError` (nothing can go on)."""
     answer = invoke_with_retry(model, messages, config=config)
     return answer if isinstance(answer, AIMessage) else AIMessage(content=str(answer))
 
@@ -32,3 +38,24 @@ def text_of(message: BaseMessage) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+
+
+def is_truncated(answer: AIMessage) -> bool:
+    """The answer stopped at the output limit (`finish_reason: length`): it is incomplete."""
+    metadata = answer.response_metadata or {}
+    reason = metadata.get("finish_reason") or metadata.get("stop_reason")
+    return reason in TRUNCATED_FINISH_REASONS
+
+
+def prompt_tokens(answer: AIMessage, messages: list[BaseMessage]) -> int:
+    """The tokens the prompt took: as the server counted them, else a cautious estimate."""
+    usage = answer.usage_metadata or {}
+    counted = usage.get("input_tokens")
+    return int(counted) if counted else sum(estimate_tokens(text_of(m)) for m in messages)
+
+
+def fits_window(messages: list[BaseMessage]) -> bool:
+    """Whether the prompt leaves room for the answer in the configured context window (always, when the
+    window is not configured: then only the server's answer tells)."""
+    budget = ModelLimits.from_env().prompt_budget_chars()
+    return budget is None or sum(len(text_of(m)) for m in messages) <= budget

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kernelsage.graph.nodes.contract import kernel_contract, task_interface
 from kernelsage.graph.nodes.prompting import code_blocks, render, render_history, render_memory
 from kernelsage.graph.nodes.writer import make_writer_node
 from kernelsage.graph.resources import AgentResources
@@ -24,19 +25,21 @@ def profile_summary(profile: ProfileResult | None) -> str:
     return "\n".join(lines)
 
 
-def optimizer_prompt(state: EpisodeState, resources: AgentResources) -> str:
+def optimizer_prompt(state: EpisodeState, resources: AgentResources, *, compact: bool = False) -> str:
+    """The refining prompt: as the generator's, with the best kernel and its profile."""
     task = resources.tasks(state["task_id"])
     best = best_attempt(state)
     assert best is not None and best.evaluation is not None, "the optimizer runs only after a correct kernel"
     reference, latency = best.reference_latency, best.latency
     return render(
         "optimizer", task_id=task.id, level=task.level, category=task.category, description=task.description,
-        interface=resources.interface(task.id), best_code=code_blocks(best.files),
+        backend=resources.backend.name, contract=kernel_contract(resources.backend.name, compact),
+        interface=task_interface(task, compact), best_code=code_blocks(best.files),
         best_latency_ms=f"{latency * 1e3:.4f}" if latency else "?",
         reference_ms=f"{reference * 1e3:.4f}" if reference else "?",
         speedup=f"{reference / latency:.2f}" if reference and latency else "?",
         profile=profile_summary(best.evaluation.profile),
-        memory=render_memory(shown_items(state)), history=render_history(state),
+        memory=render_memory(shown_items(state), compact=compact), history=render_history(state, compact=compact),
         round=state.get("round", 0) + 1, budget=state.get("budget", 30),
     )
 

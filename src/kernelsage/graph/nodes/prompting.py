@@ -8,11 +8,14 @@ from typing import Any
 
 from langchain_core.messages import SystemMessage
 
+from kernelsage.graph.nodes.bounds import MAX_CODE_CHARS, MAX_DIAGNOSIS_CHARS, MAX_SUMMARY_CHARS, bound
 from kernelsage.graph.records import Attempt, PromptItem
 from kernelsage.graph.state import EpisodeState, attempts
 from kernelsage.parsing import ANSWER_FORMAT
+from kernelsage.tools.results import CompilerMessage
 
 HISTORY_ATTEMPTS = 3  # the prompt shows only the last few attempts: the history stays bounded
+COMPACT_ITEM_CHARS = 300  # a memory item's text in a prompt shrunk to fit the model's window
 
 
 @cache
@@ -28,18 +31,27 @@ def system_message(backend: str) -> SystemMessage:
     return SystemMessage(render("system", backend=backend, answer_format=ANSWER_FORMAT))
 
 
-def render_memory(shown: list[PromptItem]) -> str:
-    """The shown items with their ids, hot rules first; the model answers by these ids."""
+def render_memory(shown: list[PromptItem], *, compact: bool = False) -> str:
+    """The shown items with their ids, hot rules first; the model answers by these ids. `compact` keeps
+    each item short and leaves out code examples (a prompt shrunk to fit the model's window)."""
     if not shown:
         return "## Memory\nNo memory items are shown this round: give an empty adoption list."
     lines = ["## Memory (declare adopted or not for every id)"]
     for item in shown:
         label = "hot rule" if item.tier == "hot" else f"retrieved, relevance {item.relevance:.2f}"
-        lines.append(f"- id {item.id} ({label}): {item.text}")
-        if item.code_example:
+        text = bound(item.text, COMPACT_ITEM_CHARS) if compact else item.text
+        lines.append(f"- id {item.id} ({label}): {text}")
+        if item.code_example and not compact:
             example = item.code_example.replace("\n", "\n    ")  # keep the entry one indented block
             lines.append(f"  example:\n    {example}")
     return "\n".join(lines)
+
+
+def first_error(attempt: Attempt) -> CompilerMessage | None:
+    """The compiler's first error (an error before any warning or note; the first message if none is one)."""
+    messages = attempt.evaluation.compile.errors if attempt.evaluation is not None else []
+    errors = [m for m in messages if "error" in m.severity.lower()]
+    return (errors or list(messages) or [None])[0]
 
 
 def summarise_attempt(attempt: Attempt) -> str:
@@ -49,26 +61,32 @@ def summarise_attempt(attempt: Attempt) -> str:
     evaluation = attempt.evaluation
     if evaluation is None:
         return text + (f"; {attempt.detail}" if attempt.detail else "")
-    if evaluation.compile.errors:
-        first = evaluation.compile.errors[0]
-        text += f"; first error line {first.line}: {first.message}"
+    first = first_error(attempt)
+    if first is not None:
+        text += f"; first {first.severity} line {first.line}: {first.message}"
     elif evaluation.compile.reason:
         text += f"; {evaluation.compile.reason}"
     if evaluation.verify is not None and evaluation.verify.message:
         text += f"; {evaluation.verify.message}"
-    return text
+    return bound(" ".join(text.split("\n")), MAX_SUMMARY_CHARS)
 
 
-def render_history(state: EpisodeState) -> str:
+def diagnosis_of(state: EpisodeState) -> str:
+    """The diagnosis in the state, bounded (an old checkpoint may hold a longer one)."""
+    return bound(str(state.get("diagnosis") or "").strip(), MAX_DIAGNOSIS_CHARS)
+
+
+def render_history(state: EpisodeState, *, compact: bool = False) -> str:
     parts = []
-    recent = attempts(state)[-HISTORY_ATTEMPTS:]
+    recent = attempts(state)[-(1 if compact else HISTORY_ATTEMPTS):]
     if recent:
         parts.append("## Recent attempts\n" + "\n".join(summarise_attempt(a) for a in recent))
-    if state.get("diagnosis"):
-        parts.append("## Diagnosis of the last failure\n" + str(state["diagnosis"]))
+    diagnosis = diagnosis_of(state)
+    if diagnosis:
+        parts.append("## Diagnosis of the last failure\n" + (bound(diagnosis, 500) if compact else diagnosis))
     return "\n\n".join(parts)
 
 
-def code_blocks(files: dict[str, str]) -> str:
-    """Candidate files as the fenced blocks the answer format uses."""
-    return "\n\n".join(f"```cpp file={name}\n{source}\n```" for name, source in files.items())
+def code_blocks(files: dict[str, str], limit: int = MAX_CODE_CHARS) -> str:
+    """Candidate files as the fenced blocks the answer format uses (each file bounded to `limit`)."""
+    return "\n\n".join(f"```cpp file={name}\n{bound(source, limit)}\n```" for name, source in files.items())

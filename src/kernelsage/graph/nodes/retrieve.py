@@ -8,6 +8,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from kernelsage.graph.nodes.bounds import MAX_QUERY_CHARS, MAX_SUMMARY_CHARS, bound
+from kernelsage.graph.nodes.prompting import diagnosis_of, first_error
 from kernelsage.graph.records import PromptItem, as_state
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState, attempts, stage_of
@@ -15,19 +17,22 @@ from kernelsage.memory_backend.items import ShownItem
 
 
 def retrieval_query(state: EpisodeState, description: str) -> str:
-    """What the memory is asked: the task, and once something failed, the diagnosis and error signature."""
+    """What the memory is asked: the task, and once something failed, the diagnosis and error signature
+    (bounded: MAX_QUERY_CHARS in all)."""
     parts = [description]
     history = attempts(state)
     last = history[-1] if history else None
     if last is not None and not last.correct:
         parts.append(f"failure: {last.status}")
-        if last.evaluation is not None and last.evaluation.compile.errors:
-            parts.append(f"compiler error: {last.evaluation.compile.errors[0].message}")
-        if state.get("diagnosis"):
-            parts.append(str(state["diagnosis"]))
+        first = first_error(last)
+        if first is not None:
+            parts.append(bound(f"compiler {first.severity}: {first.message}", MAX_SUMMARY_CHARS))
+        diagnosis = diagnosis_of(state)
+        if diagnosis:
+            parts.append(diagnosis)
     elif stage_of(state) == "refine":
         parts.append("make the correct kernel faster: vectorisation, tiling, parallel loops, memory traffic")
-    return "\n".join(parts)
+    return bound("\n".join(parts), MAX_QUERY_CHARS)
 
 
 def prompt_item(entry: ShownItem) -> PromptItem:
@@ -44,7 +49,7 @@ def make_retrieve_node(resources: AgentResources) -> Callable[..., dict[str, Any
         task = resources.tasks(state["task_id"])
         rng = random.Random(f"{settings.seed}:{state.get('episode_id')}:{state.get('round', 0)}")
         found = memory.retrieve(retrieval_query(state, task.description), k=settings.top_k, stage=stage_of(state),
-                                rng=rng)
+                                rng=rng, episode_id=state.get("episode_id"), round=state.get("round", 0) + 1)
         return {"shown": [as_state(prompt_item(s)) for s in found.shown], "hot_version": found.hot_version}
 
     return retrieve

@@ -1,0 +1,102 @@
+"""The kernel's contract in every writing prompt, whatever the memory shows: the backend's ABI header
+(its contract comment, types, entry point and helper signatures) and every test case's tensors.
+
+The header is read as a data file of the backend's package (`kernelsage.tools.<backend>`, `*.h`), so the
+graph does not import the backend's code; a backend without a header contributes no text.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cache
+from importlib import resources
+
+from kernelsage.tasks.model import Task, describe_interface
+
+MAX_CASES_SHOWN = 12  # a suite with many cases shows the first ones and counts the rest
+COMPACT_CASES_SHOWN = 3  # in a prompt shrunk to fit the model's window
+_interfaces: dict[tuple[str, int, bool], str] = {}
+_lock = threading.Lock()
+
+
+@cache
+def kernel_contract(backend: str, compact: bool = False) -> str:
+    """The essentials of the backend's ABI header as a fenced C block; `compact` leaves out the header's
+    leading comment (a prompt shrunk to fit the model's window keeps the declarations)."""
+    try:
+        package = resources.files(f"kernelsage.tools.{backend}")
+    except ModuleNotFoundError:
+        package = None
+    headers = sorted((e for e in package.iterdir() if e.name.endswith(".h")), key=lambda e: e.name) if package else []
+    parts = []
+    for header in headers:
+        text = header_essentials(header.read_text(encoding="utf-8"))
+        if compact and text.startswith("/*"):
+            text = text[text.find("*/") + 2:].strip()
+        parts.append(f"```c\n// {header.name}: #include it\n{text}\n```")
+    return "\n\n".join(parts) or f"(the {backend} backend documents no ABI header: follow the interface below)"
+
+
+def header_essentials(source: str) -> str:
+    """The header without its guards and function bodies: the leading comment, the defines and types,
+    the entry point's prototype and each helper's signature (with the comment just above it)."""
+    kept: list[str] = []
+    lines = source.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        if stripped.startswith(("#ifndef", "#endif", "#ifdef", "#include", 'extern "C"')) or stripped in ("}", "{"):
+            index += 1
+            continue
+        if stripped.startswith("#define") and stripped.split()[1:2] and stripped.split()[1].endswith("_H"):
+            index += 1
+            continue
+        if stripped.startswith("static inline"):
+            signature = [stripped]
+            while "{" not in signature[-1] and index + 1 < len(lines):
+                index += 1
+                signature.append(lines[index].strip())
+            kept.append(" ".join(signature).split("{")[0].rstrip() + ";")
+            index = _skip_body(lines, index)
+            continue
+        kept.append(line)
+        index += 1
+    text = "\n".join(kept)
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text.strip()
+
+
+def _skip_body(lines: list[str], index: int) -> int:
+    """The index after the function body that opens on lines[index] (braces counted)."""
+    depth = 0
+    while index < len(lines):
+        depth += lines[index].count("{") - lines[index].count("}")
+        index += 1
+        if depth <= 0:
+            return index
+    return index
+
+
+def task_interface(task: Task, compact: bool = False) -> str:
+    """The C ABI view of every test case (computed once per task): the kernel must handle them all.
+    `compact` shows fewer cases (still every dtype in the header line)."""
+    key = (task.id, id(task), compact)
+    with _lock:
+        known = _interfaces.get(key)
+    if known is not None:
+        return known
+    shown = task.cases[:COMPACT_CASES_SHOWN if compact else MAX_CASES_SHOWN]
+    parts = [describe_interface(task, case) for case in shown]
+    left = len(task.cases) - len(shown)
+    if left > 0:
+        parts.append(f"... and {left} more cases of the same form (other shapes and dtypes)")
+    dtypes = sorted({case.dtype for case in task.cases})
+    branch = "Branch on each tensor's dtype; read" if len(dtypes) > 1 else "Read"
+    header = (f"{len(task.cases)} test case(s), dtypes {', '.join(dtypes)}; the timing uses a larger "
+              f"performance case of the same form. {branch} shapes at run time.")
+    text = header + "\n" + "\n".join(parts)
+    with _lock:
+        _interfaces[key] = text
+    return text
