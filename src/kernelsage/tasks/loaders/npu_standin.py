@@ -38,7 +38,7 @@ class _Attribute:
     def __getattr__(self, name: str) -> _Attribute:
         if name.startswith("__"):
             raise AttributeError(name)
-        return _Attribute(f"{self._path}.{name}")
+        return type(self)(f"{self._path}.{name}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._path.rsplit(".", 1)[-1] in NO_OP_CALLS:
@@ -49,16 +49,8 @@ class _Attribute:
                              "(torch_npu is a stand-in here)")
 
 
-class _CandidateOps:
+class _CandidateOps(_Attribute):
     """`kernel_gen_ops`: what the suite's ModelNew calls; never available to a reference."""
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-
-    def __getattr__(self, name: str) -> _CandidateOps:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _CandidateOps(f"{self._path}.{name}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise NpuUnavailable(f"{self._path} is the candidate's compiled op module: kernelsage evaluates "
@@ -66,7 +58,7 @@ class _CandidateOps:
 
 
 class _StandinModule(types.ModuleType):
-    def __init__(self, name: str, attribute: type[_Attribute] | type[_CandidateOps] = _Attribute) -> None:
+    def __init__(self, name: str, attribute: type[_Attribute] = _Attribute) -> None:
         super().__init__(name, __doc__)
         self.__dict__["__kernelsage_standin__"] = True
         self.__dict__["_attribute"] = attribute
