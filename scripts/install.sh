@@ -4,6 +4,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+
+# Candidate kernels are compiled and run inside bubblewrap sandboxes (docs/security.md). As root (as in CI),
+# install it with apt when it is missing; never fail the installation over it: `kernelsage doctor` reports
+# the isolation level, and without it kernelsage refuses to run candidates.
+if ! command -v bwrap >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing bubblewrap (candidate isolation) with apt-get"
+        if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+               DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap; }; then
+            echo "warning: could not install bubblewrap with apt-get; kernelsage will refuse to run candidate" \
+                 "kernels until it is installed (see 'kernelsage doctor')" >&2
+        fi
+    else
+        echo "warning: bubblewrap (bwrap) is not installed and this is not a root shell with apt-get: install" \
+             "it (e.g. 'sudo apt-get install bubblewrap'); kernelsage refuses to run candidate kernels without" \
+             "isolation (see 'kernelsage doctor')" >&2
+    fi
+fi
 [ -d .venv ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"

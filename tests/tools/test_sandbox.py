@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from kernelsage.tools.sandbox import Limits, Sandbox
+from kernelsage.tools.results import Status
+from kernelsage.tools.sandbox import ChildOutcome, Limits, Sandbox, classify_crash
 
 
 @pytest.fixture
@@ -48,3 +49,22 @@ def test_unknown_handler_is_reported_and_the_worker_keeps_serving(sandbox):
     assert "ModuleNotFoundError" in broken.prepare_error
     outcome = sandbox.run("kernelsage.tools.worker:probe", {}, Limits(wall_s=20), sandbox.workdir())
     assert outcome.result() is not None
+
+
+@pytest.mark.parametrize(("phase", "status"), [("candidate", Status.TIMEOUT), ("compile", Status.TIMEOUT),
+                                               ("reference", Status.HARNESS_ERROR), ("compare", Status.HARNESS_ERROR),
+                                               ("", Status.HARNESS_ERROR)])
+def test_a_timeout_is_blamed_on_the_phase_it_happened_in(phase, status):
+    events = [{"kind": "phase", "phase": phase}] if phase else []
+    blamed, message = classify_crash(ChildOutcome(timed_out=True, events=events), Limits(wall_s=3))
+    assert blamed is status, message
+
+
+def test_failures_of_the_trusted_child_and_the_worker_are_the_harness_fault():
+    crashed = ChildOutcome(signal=11, events=[{"kind": "phase", "phase": "candidate"}])
+    out_of_memory = ChildOutcome(events=[{"kind": "phase", "phase": "reference"},
+                                         {"kind": "error", "type": "MemoryError", "message": ""}])
+    lost = ChildOutcome(worker_error="the sandbox worker stopped answering")
+    for outcome in (crashed, out_of_memory, lost):
+        assert classify_crash(outcome, Limits())[0] is Status.HARNESS_ERROR
+    assert "ran out of memory in its 'reference' phase" in classify_crash(out_of_memory, Limits())[1]

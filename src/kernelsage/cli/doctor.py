@@ -24,6 +24,21 @@ class Check:
     fix: str = ""
 
 
+def check_isolation() -> Check:
+    """How candidates are isolated here (docs/security.md), and what to do when they cannot be."""
+    from kernelsage.tools.isolation import UNSAFE_ENV, detect, unsafe_requested
+
+    isolation = detect()
+    if isolation.available:
+        return Check("isolation", "ok", isolation.describe())
+    fix = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; scripts/install.sh does it when run as "
+           "root) and allow unprivileged user namespaces; until then `check`, `eval` and `run` refuse candidates")
+    if unsafe_requested():
+        return Check("isolation", "warn", f"UNSAFE: {UNSAFE_ENV}=1 is set, so candidates run unisolated. "
+                     + isolation.describe(), fix)
+    return Check("isolation", "fail", isolation.describe(), fix)
+
+
 def check_backend() -> Check:
     compiler = shutil.which("g++")
     if compiler is None:
@@ -35,10 +50,11 @@ def check_backend() -> Check:
             'const ks_attr* t, int c) { return 0; }\n'
     with get_backend("cpu") as backend:
         result = backend.compile(Candidate(task_id="doctor", files={"kernel.cpp": probe}))
+        level = backend.isolation.level
     if not result.ok:
         return Check("cpu backend", "fail", f"a trivial kernel did not build: {result.status.value}",
                      "check that g++ supports -fopenmp and -march=native")
-    return Check("cpu backend", "ok", f"{compiler}, sandboxed build in {result.seconds:.2f} s")
+    return Check("cpu backend", "ok", f"{compiler}, build isolated by {level} in {result.seconds:.2f} s")
 
 
 def check_database() -> Check:
@@ -84,11 +100,11 @@ def check_npu() -> Check:
                  "on an Ascend machine: pip install 'kernelsage[npu]' and source the CANN set_env.sh")
 
 
-CHECKS: tuple[Callable[[], Check], ...] = (check_backend, check_database, check_embeddings, check_model, check_npu)
+CHECKS: tuple[Callable[[], Check], ...] = (check_isolation, check_backend, check_database, check_embeddings, check_model, check_npu)
 
 
 def doctor(as_json: bool = JsonOption) -> None:
-    """Check the backends, the database, the embeddings and the model endpoint."""
+    """Check the isolation of candidates, the backends, the database, the embeddings and the model endpoint."""
     results = []
     for run_check in CHECKS:
         try:

@@ -46,61 +46,76 @@ def list_tasks(
         err_console.print(f"[yellow]skipped:[/] {escape(problem.message)}", highlight=False)
 
 
+UnsafeOption = typer.Option(
+    False, "--unsafe-no-isolation",
+    help="DANGEROUS: compile and run the candidate even where bubblewrap isolation is unavailable; it can then "
+         "read your files and environment. Only for code you trust.")
+
+
 def check(
     task_id: str = typer.Option(..., "--task", "-t", help="Task id (see `kernelsage tasks list`)."),
     source: Path = typer.Option(..., "--source", help="The candidate kernel source file."),
     backend_name: str = typer.Option("cpu", "--backend", "-b", help="Kernel backend."),
     suite: str = SuiteOption,
     format: str = FormatOption,
+    unsafe_no_isolation: bool = UnsafeOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Compile, verify and (when correct) profile one candidate; exit code 0 only when it is correct."""
+    """Compile, verify and (when correct) profile one candidate, exactly as `eval` and the agent do; exit code 0
+    only when it is correct (verified, and its profiled output correct)."""
     from kernelsage.tasks.loaders import find_task, load_suite
-    from kernelsage.tools import Candidate, get_backend
+    from kernelsage.tools import get_backend
+    from kernelsage.tools.evaluator import evaluate_candidate
 
     if not source.is_file():
         raise ConfigurationError(f"{source}: no such source file")
     task = find_task(load_suite(suite, format), task_id)
     # The compiler needs a C++ suffix; any other file name is presented to it as kernel.cpp.
     name = source.name if source.suffix in (".cpp", ".cc", ".cxx") else "kernel.cpp"
-    candidate = Candidate(task_id=task.id, files={name: source.read_text()})
-    backend = get_backend(backend_name)
-    try:
-        compiled = backend.compile(candidate)
-        verified = backend.verify(compiled.artifact, task) if compiled.artifact else None
-        profiled = backend.profile(compiled.artifact, task) if verified and verified.correct else None
-    finally:
-        backend.close()
-    correct = bool(verified and verified.correct)
+    options: dict[str, Any] = {}
+    if unsafe_no_isolation:
+        err_console.print("[bold red]WARNING: --unsafe-no-isolation: where bubblewrap is unavailable the "
+                          "candidate is compiled and run WITHOUT ISOLATION, with your user's access to files, "
+                          "processes and network.[/]", highlight=False)
+        options["unsafe_no_isolation"] = True
+    with get_backend(backend_name, **options) as backend:
+        evaluation = evaluate_candidate(backend, task, {name: source.read_text()})
     report: dict[str, Any] = {
-        "task": task.id, "backend": backend_name, "correct": correct,
-        "compile": compiled.to_dict(), "verify": verified.to_dict() if verified else None,
-        "profile": profiled.to_dict() if profiled else None,
+        "task": task.id, "backend": backend_name, "correct": evaluation.correct, "status": evaluation.status.value,
+        "compile": evaluation.compile.to_dict(), "verify": evaluation.verify.to_dict() if evaluation.verify else None,
+        "profile": evaluation.profile.to_dict() if evaluation.profile else None,
     }
     if as_json:
         print_json(report)
     else:
-        _print_check(report, compiled, verified, profiled)
-    raise typer.Exit(0 if correct else 1)
+        _print_check(report, evaluation)
+    raise typer.Exit(0 if evaluation.correct else 1)
 
 
-def _print_check(report: dict[str, Any], compiled: Any, verified: Any, profiled: Any) -> None:
+def _print_check(report: dict[str, Any], evaluation: Any) -> None:
     from kernelsage.tools.diagnostics import describe_mismatches, summarize_compiler_errors
 
-    table = Table(title=f"check {report['task']} on {report['backend']}", show_header=False)
+    compiled, verified, profiled = evaluation.compile, evaluation.verify, evaluation.profile
+    table = Table(title=f"check {report['task']} on {report['backend']}: "
+                        f"{'correct' if evaluation.correct else evaluation.status.value}", show_header=False)
     table.add_row("compile", f"{compiled.status.value} in {compiled.seconds:.2f} s"
                   + (" (cached)" if compiled.cached else ""))
     if not compiled.ok:
-        table.add_row("", escape(summarize_compiler_errors(compiled)))
+        table.add_row("", escape(summarize_compiler_errors(compiled) or compiled.reason or compiled.log[-500:]))
     if verified is not None:
         table.add_row("verify", f"{verified.status.value}: {len(verified.cases)} case runs, {verified.trials} "
                                 f"trials, seed {verified.seed}")
         if not verified.correct:
-            table.add_row("", escape(describe_mismatches(verified)))
-    if profiled is not None and profiled.candidate and profiled.reference:
-        table.add_row("profile", f"candidate {profiled.candidate.mean * 1e3:.3f} ms (cv {profiled.candidate.cv:.1%}), "
-                                 f"reference {profiled.reference.mean * 1e3:.3f} ms, speedup "
-                                 f"{profiled.speedup:.2f}x on {profiled.case!r}")
+            table.add_row("", escape(describe_mismatches(verified) or verified.message))
+    if profiled is not None:
+        if profiled.candidate and profiled.reference:
+            table.add_row("profile", f"candidate {profiled.candidate.mean * 1e3:.3f} ms (median "
+                                     f"{profiled.candidate.median * 1e3:.3f} ms, cv {profiled.candidate.cv:.1%}), "
+                                     f"reference {profiled.reference.mean * 1e3:.3f} ms (cv "
+                                     f"{profiled.reference.cv:.1%}), speedup {profiled.speedup:.2f}x on "
+                                     f"{profiled.case!r} over {profiled.input_sets} input sets")
+        else:
+            table.add_row("profile", profiled.status.value)
         if profiled.message:
             table.add_row("", escape(profiled.message))
     console.print(table)

@@ -141,3 +141,45 @@ def matches(expected: Sequence[torch.Tensor], actual: Sequence[torch.Tensor], to
     """Whether every output matches (used to recognise an answer cached from an earlier call)."""
     return all(e.shape == a.shape and compare_output(e, a, t, trial).n_mismatch == 0
                for e, a, t in zip(expected, actual, tolerances, strict=True))
+
+
+def all_close(expected: torch.Tensor, actual: torch.Tensor, tolerance: Tolerance) -> bool | None:
+    """A quick full check: True when every element passes the rule of `compare_output` (and none is poison),
+    False when some element fails, None when the reference has non-finite values (use `compare_output`).
+
+    |a - e| <= max(atol, rtol * |e|) is the same rule, evaluated with a few passes and no mismatch bookkeeping.
+    """
+    if tuple(expected.shape) != tuple(actual.shape):
+        return False
+    if expected.dtype == torch.bool or not expected.is_floating_point():
+        if tolerance.atol == 0 and tolerance.rtol == 0:
+            return torch.equal(actual.reshape(-1).view(torch.uint8), expected.reshape(-1).view(torch.uint8)) \
+                if expected.dtype == actual.dtype else False
+        return None
+    work = torch.float64 if expected.dtype == torch.float64 else torch.float32
+    exp, act = expected.to(work), actual.to(work)
+    diff = torch.sub(act, exp).abs_()  # NaN (the poison included) fails every comparison below
+    bound = exp.abs().mul_(tolerance.rtol).clamp_min_(tolerance.atol)  # inf where the reference is
+    if bool(diff.le_(bound).all()):
+        return True
+    return None if not bool(torch.isfinite(exp).all()) else False
+
+
+def compare_at(expected: torch.Tensor, actual: torch.Tensor, positions: torch.Tensor, tolerance: Tolerance,
+               trial: int) -> Comparison:
+    """`compare_output` restricted to some flat positions (a sampled check of a large output)."""
+    return compare_output(gather(expected, positions), gather(actual, positions), tolerance, trial)
+
+
+def gather(tensor: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Elements at flat positions, bit for bit (a bool byte holding the poison stays the poison)."""
+    flat = tensor.reshape(-1)
+    if tensor.dtype == torch.bool:
+        return flat.view(torch.uint8).index_select(0, positions).view(torch.bool)
+    return flat.index_select(0, positions)  # far faster than flat[positions] on large tensors
+
+
+def poison_at(tensor: torch.Tensor, positions: torch.Tensor, trial: int) -> None:
+    """Write the poison of `trial` at some flat positions of a (contiguous) output."""
+    view_dtype, value = poison_value(tensor.dtype, trial)
+    tensor.reshape(-1).view(view_dtype).index_fill_(0, positions, value)

@@ -23,6 +23,7 @@ class Status(str, Enum):
     OOM = "oom"
     FORBIDDEN = "forbidden"  # a safeguard rejected the candidate
     CACHED_RESULT = "cached_result"  # the kernel returned the previous call's answer
+    INPUT_MODIFIED = "input_modified"  # the kernel wrote to (or tried to write to) its read-only inputs
     HARNESS_ERROR = "harness_error"  # the task or the harness failed, not the candidate
 
 
@@ -57,6 +58,7 @@ class Artifact(Record):
     backend: str
     path: str
     key: str
+    sha256: str = ""  # of the library at `path`; checked before every use
 
 
 class CompilerMessage(Record):
@@ -149,6 +151,8 @@ class ProfileResult(Record):
     seconds: float = 0.0
     message: str = ""
     stderr_tail: str = ""
+    input_sets: int = 0  # independent input sets the timed calls rotated over
+    round_trip_s: float = 0.0  # the judge's measured cost of an empty request, subtracted from each call
 
 
 class Evaluation(Record):

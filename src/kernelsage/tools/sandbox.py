@@ -1,15 +1,22 @@
 """The sandbox, parent side: a warm worker process that forks one limited child per job.
 
 The worker (`kernelsage.tools.worker`) starts once, imports torch and the job handlers, and then forks a
-child for every compile, verify or profile. The child gets its own session, a private working directory,
-an environment without secrets, memory / CPU-time / file-size limits and, where the OS allows, its own
-empty network namespace; the worker enforces a wall-clock timeout and reports how the child ended. Only
-the child runs untrusted code, so neither the worker nor this process can be brought down by a candidate.
+child for every compile, verify or profile. The child is the trusted side of the job (the judge): it gets
+its own session, a private working directory, an environment without secrets and resource limits, and it
+starts the isolated processes that do the untrusted work (`kernelsage.tools.isolation`). The worker
+enforces a wall-clock limit on the child whatever happens on its pipes and kills its whole process group.
+A worker that dies or stops answering becomes the job's classified result (harness_error) and a fresh
+worker serves the next job.
+
+Blame: the child reports the phase it is in. Time and faults in the phases where the candidate's own work
+runs ("compile", "candidate") are the candidate's; anything else (loading the task, references, comparison,
+a crash of the judge itself) is the harness's.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -37,9 +44,11 @@ class Limits:
 
     wall_s: float = 60.0
     cpu_s: float = 120.0
-    memory_bytes: int = 2 << 30  # address space beyond what the worker already maps
+    memory_bytes: int = 2 << 30  # address space of the untrusted process (a kernel: beyond its tensors)
     file_bytes: int = 256 << 20
     isolate_network: bool = True
+    harness_wall_s: float = 120.0  # the trusted side's own time (references, comparisons), on top of wall_s
+    harness_memory_bytes: int = 8 << 30  # the trusted child's address space beyond what the worker maps
 
 
 @dataclass
@@ -55,6 +64,7 @@ class ChildOutcome:
     max_rss_kb: int = 0
     network_isolated: bool = False
     prepare_error: str = ""
+    worker_error: str = ""  # the worker died or stopped answering during the job
 
     def result(self) -> dict[str, Any] | None:
         """The data of the handler's final 'result' event, if it got that far."""
@@ -66,36 +76,42 @@ class ChildOutcome:
     def last(self, kind: str) -> dict[str, Any] | None:
         return next((e for e in reversed(self.events) if e.get("kind") == kind), None)
 
+    @property
+    def phase(self) -> str:
+        """The phase the child last reported ('' before any)."""
+        return (self.last("phase") or {}).get("phase", "")
+
+
+CANDIDATE_PHASES = ("compile", "candidate")  # where the time and the faults are the candidate's
+
 
 def classify_crash(outcome: ChildOutcome, limits: Limits) -> tuple[Status, str]:
-    """The failure class and a one-line explanation of a child that ended without a result."""
-    text = outcome.stderr_tail
+    """The failure class and a one-line explanation of a child that ended without a result.
+
+    The child is the trusted judge and never runs candidate code, so its own failures are the harness's;
+    only running out of time while the candidate's work runs is the candidate's.
+    """
+    phase = outcome.phase or "start"
     error = outcome.last("error") or {}
-    baseline = (outcome.last("started") or {}).get("rss_kb", 0)
-    growth_bytes = max(outcome.max_rss_kb - baseline, 0) * 1024
-    signame = _signal_name(outcome.signal)
+    if outcome.worker_error:
+        return Status.HARNESS_ERROR, outcome.worker_error
     if outcome.prepare_error:
         return Status.HARNESS_ERROR, outcome.prepare_error
     if outcome.timed_out:
-        return Status.TIMEOUT, f"killed after the wall-clock limit of {limits.wall_s:g} s"
-    if outcome.signal == signal.SIGXCPU:
-        return Status.TIMEOUT, f"killed after the CPU-time limit of {limits.cpu_s:g} s"
-    out_of_memory_words = ("std::bad_alloc", "MemoryError", "Cannot allocate memory", "out of memory")
-    if error.get("type") == "MemoryError" or any(word in text for word in out_of_memory_words):
-        return Status.OOM, f"ran out of memory (limit {limits.memory_bytes >> 20} MiB)"
-    if outcome.signal is not None and (outcome.signal == signal.SIGKILL
-                                       or growth_bytes >= 0.75 * limits.memory_bytes):
-        return Status.OOM, (f"{signame} after using {growth_bytes >> 20} MiB (limit "
-                            f"{limits.memory_bytes >> 20} MiB)")
-    if outcome.signal is not None:
-        return Status.RUNTIME_ERROR, f"crashed with {signame}"
+        if phase in CANDIDATE_PHASES:
+            return Status.TIMEOUT, f"killed after the wall-clock limit of {limits.wall_s:g} s"
+        return Status.HARNESS_ERROR, (f"the harness ran out of time in its {phase!r} phase (limit "
+                                      f"{limits.wall_s + limits.harness_wall_s:g} s)")
     if error:
-        return Status.HARNESS_ERROR if error.get("harness") else Status.RUNTIME_ERROR, \
-            f"{error.get('type', 'error')}: {error.get('message', '')}"
-    return Status.RUNTIME_ERROR, f"exited with code {outcome.exit_code} before reporting a result"
+        what = "ran out of memory" if error.get("type") == "MemoryError" else "failed"
+        return Status.HARNESS_ERROR, (f"the harness {what} in its {phase!r} phase: {error.get('type', 'error')}: "
+                                      f"{error.get('message', '')}")
+    if outcome.signal is not None:
+        return Status.HARNESS_ERROR, f"the harness crashed with {signal_name(outcome.signal)} in its {phase!r} phase"
+    return Status.HARNESS_ERROR, f"the harness exited with code {outcome.exit_code} before reporting a result"
 
 
-def _signal_name(number: int | None) -> str:
+def signal_name(number: int | None) -> str:
     if number is None:
         return "no signal"
     try:
@@ -116,7 +132,7 @@ class Sandbox:
     def __init__(self, *, threads: int, preload: tuple[str, ...] = ()) -> None:
         self.threads = threads
         self.preload = preload
-        self.root = Path(tempfile.mkdtemp(prefix="kernelsage-sandbox-"))
+        self.root = Path(tempfile.mkdtemp(prefix="kernelsage-sandbox-"))  # 0700; see isolation.give_to_sandbox
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._next_id = 0
@@ -161,28 +177,44 @@ class Sandbox:
         shutil.rmtree(path, ignore_errors=True)
 
     def run(self, handler: str, payload: dict[str, Any], limits: Limits, workdir: Path) -> ChildOutcome:
-        """Run `handler` (module:function) on `payload` in a fresh child whose working directory is `workdir`."""
+        """Run `handler` (module:function) on `payload` in a fresh child whose working directory is `workdir`.
+
+        A worker that dies or stops answering is killed and replaced; the job's outcome then says so
+        (`worker_error`) instead of raising, so the caller classifies it and goes on.
+        """
         with self._lock:
-            if self._process is None or self._process.poll() is not None:
-                self._process = self._start()
             self._next_id += 1
             request = {"id": self._next_id, "handler": handler, "payload": payload, "workdir": str(workdir),
                        "limits": asdict(limits)}
-            assert self._process.stdin is not None
+            for attempt in range(2):  # a worker found dead before it took the job is replaced, once
+                if self._process is None or self._process.poll() is not None:
+                    self._process = self._start()
+                assert self._process.stdin is not None
+                try:
+                    self._process.stdin.write(json.dumps(request).encode() + b"\n")
+                    self._process.stdin.flush()
+                    break
+                except BrokenPipeError:
+                    self._discard_worker()
+                    if attempt:
+                        return ChildOutcome(worker_error="the sandbox worker exited before taking the job")
             try:
-                self._process.stdin.write(json.dumps(request).encode() + b"\n")
-                self._process.stdin.flush()
-            except BrokenPipeError as exc:
+                reply = json.loads(self._read_line(self._process, limits.wall_s + limits.harness_wall_s + 60))
+            except BackendError as exc:
                 self._process = None
-                raise BackendError("the sandbox worker exited; it will be restarted on the next job") from exc
-            try:
-                reply = json.loads(self._read_line(self._process, limits.wall_s + 60))
-            except BackendError:
-                self._process = None
-                raise
+                return ChildOutcome(worker_error=f"{exc}; a fresh worker serves the next job")
             if reply.get("id") != self._next_id:
-                raise BackendError(f"the sandbox worker answered job {reply.get('id')} for {self._next_id}")
+                self._discard_worker()
+                return ChildOutcome(worker_error=f"the sandbox worker answered job {reply.get('id')} for "
+                                                 f"{self._next_id}; a fresh worker serves the next job")
             return ChildOutcome(**{k: v for k, v in reply.items() if k != "id"})
+
+    def _discard_worker(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
+            process.wait()
 
     def close(self) -> None:
         """Stop the worker and remove the sandbox's directories."""

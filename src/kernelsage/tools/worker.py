@@ -4,6 +4,8 @@ Run as `python -m kernelsage.tools.worker` by `kernelsage.tools.sandbox.Sandbox`
 Handlers are `module:function` names; a module may define `prepare(payload)`, run here in the worker before
 forking (e.g. to load and cache the task), whose result the child receives. The worker never runs candidate
 code itself and never runs torch operators, so every child starts from a clean, single-threaded state.
+A child dies with the worker (PR_SET_PDEATHSIG), and the worker kills a child's whole process group when
+its wall-clock limit (the candidate's plus the harness's) passes, whatever the child does to its pipes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
 STDERR_TAIL_BYTES = 4000
 
 
@@ -55,6 +58,14 @@ def _set_limit(which: int, value: int) -> None:
     resource.setrlimit(which, (min(value, ceiling), hard))
 
 
+def _die_with(parent: int) -> None:
+    """Be killed when the worker dies (and do not start at all if it already has)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _enter_sandbox(workdir: str, limits: dict[str, Any]) -> bool:
     os.setsid()
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -74,7 +85,8 @@ def _enter_sandbox(workdir: str, limits: dict[str, Any]) -> bool:
     _set_limit(resource.RLIMIT_FSIZE, int(limits["file_bytes"]))
     cpu = max(1, int(limits["cpu_s"]))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
-    _set_limit(resource.RLIMIT_AS, _address_space_bytes() + int(limits["memory_bytes"]))
+    _set_limit(resource.RLIMIT_AS, _address_space_bytes() + int(limits.get("harness_memory_bytes",
+                                                                           limits["memory_bytes"])))
     return network_isolated
 
 
@@ -161,13 +173,16 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     sys.stdout.flush()
     sys.stderr.flush()
     started = time.perf_counter()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
+        _die_with(parent)
         os.close(read_fd)
         _child(job, context, write_fd)
     os.close(write_fd)
+    limits = job["limits"]
     try:
-        raw, timed_out = _wait_for(pid, read_fd, float(job["limits"]["wall_s"]))
+        raw, timed_out = _wait_for(pid, read_fd, float(limits["wall_s"]) + float(limits.get("harness_wall_s", 0)))
     finally:
         os.close(read_fd)
     _, status, usage = os.wait4(pid, 0)

@@ -1,4 +1,10 @@
-"""The cpu backend: C++17 + OpenMP candidates against the kernelsage C ABI, built with the system compiler."""
+"""The cpu backend: C++17 + OpenMP candidates against the kernelsage C ABI, built with the system compiler.
+
+Every candidate is treated as adversarial (docs/security.md). Compiling and running happen in bubblewrap
+sandboxes (`kernelsage.tools.isolation`); the built library's links are checked against an allowlist; the
+build cache is content-addressed and verified; verify and profile are decided by a trusted judge that never
+loads candidate code, while an isolated runner under seccomp makes the calls.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import os
 import secrets
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +21,13 @@ from kernelsage.errors import BackendError
 from kernelsage.tasks.model import Task
 from kernelsage.tools.cpu import build
 from kernelsage.tools.cpu.abi import HEADER
+from kernelsage.tools.cpu.binaries import build_runner
+from kernelsage.tools.cpu.cache import BuildCache
+from kernelsage.tools.cpu.jobs import read_library
+from kernelsage.tools.cpu.profile import DEFAULT_SETS
 from kernelsage.tools.diagnostics import parse_compiler_output
+from kernelsage.tools.isolation import Isolation, give_to_sandbox, require, unsafe_requested
+from kernelsage.tools.redaction import redact
 from kernelsage.tools.results import (
     Artifact,
     Candidate,
@@ -31,8 +44,10 @@ from kernelsage.tools.sandbox import ChildOutcome, Limits, Sandbox, classify_cra
 from kernelsage.tools.timing import DEFAULT_REPS, DEFAULT_WARMUP
 
 JOBS = "kernelsage.tools.cpu.jobs"
-# Results worth caching: they depend on the source alone, not on the machine's load.
-CACHEABLE = (Status.OK, Status.COMPILE_ERROR)
+
+
+class UnsafeIsolationWarning(RuntimeWarning):
+    """Candidate code runs without isolation because the unsafe flag was given."""
 
 
 def default_threads() -> int:
@@ -40,10 +55,12 @@ def default_threads() -> int:
 
 
 class CpuBackend:
-    """compile / verify / profile of CPU candidates, each step in a sandboxed child of one warm worker.
+    """compile / verify / profile of CPU candidates, each step in a job of one warm sandbox worker.
 
     The reference runs on CPU torch with `torch.set_num_threads(threads)`, and the kernel sees
-    OMP_NUM_THREADS=threads, so both sides get the same cores.
+    OMP_NUM_THREADS=threads, so both sides get the same cores. `unsafe_no_isolation=True` (or
+    KERNELSAGE_UNSAFE_NO_ISOLATION=1) lets candidates run where bubblewrap is not available, with a warning;
+    without it such a machine refuses them (IsolationUnavailableError).
     """
 
     name = "cpu"
@@ -53,6 +70,7 @@ class CpuBackend:
         self, *, threads: int | None = None, compiler: str = "g++", flags: tuple[str, ...] = build.DEFAULT_FLAGS,
         cache_dir: str | Path | None = None, trials: int = 3, warmup: int = DEFAULT_WARMUP,
         reps: int = DEFAULT_REPS, compile_limits: Limits | None = None, run_limits: Limits | None = None,
+        profile_sets: int = DEFAULT_SETS, unsafe_no_isolation: bool = False, isolation: Isolation | None = None,
     ) -> None:
         self.threads = threads or default_threads()
         self.compiler = compiler
@@ -61,8 +79,14 @@ class CpuBackend:
         self.trials = trials
         self.warmup = warmup
         self.reps = reps
+        self.profile_sets = profile_sets
         self.compile_limits = compile_limits or Limits(wall_s=60, cpu_s=60)
         self.run_limits = run_limits or Limits(wall_s=60, cpu_s=120)
+        self.unsafe_no_isolation = unsafe_requested(unsafe_no_isolation)
+        self._isolation = isolation  # tests may pass one; otherwise detected on first use
+        self._warned = False
+        self._cache = BuildCache(self.cache_dir, self.name)
+        self._runner: tuple[Path, str] | None = None
         self._sandbox = Sandbox(threads=self.threads, preload=(JOBS,))
 
     def close(self) -> None:
@@ -74,10 +98,25 @@ class CpuBackend:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def isolation(self) -> Isolation:
+        """The isolation in use; raises IsolationUnavailableError where there is none and no unsafe flag."""
+        isolation = self._isolation = require(unsafe=self.unsafe_no_isolation, isolation=self._isolation)
+        if not isolation.available and not self._warned:
+            self._warned = True
+            warnings.warn(f"UNSAFE: kernelsage compiles and runs candidate code WITHOUT ISOLATION "
+                          f"({isolation.problem}); it can read your files and environment",
+                          UnsafeIsolationWarning, stacklevel=3)
+        return isolation
+
+    def _limits(self, limits: Limits) -> Limits:
+        # The judge needs no network namespace under bubblewrap; without it, it keeps what it can.
+        return dataclasses.replace(limits, isolate_network=not self.isolation.available)
+
     # compile ---------------------------------------------------------------------------------------------
 
     def compile(self, candidate: Candidate) -> CompileResult:
-        """Safeguard scan, then a cached or fresh sandboxed build of the candidate's one C++ file."""
+        """Safeguard scan, then a verified cached build or a fresh isolated one, then the link check."""
         problem = build.check_file_names(candidate.files)
         if problem:
             return CompileResult(ok=False, status=Status.COMPILE_ERROR, log=problem,
@@ -90,86 +129,86 @@ class CpuBackend:
                 errors=[CompilerMessage(file=v.file, line=v.line, column=0, severity="error",
                                         message=f"forbidden: {v.reason}") for v in violations],
             )
+        isolation = self.isolation
         key = build.cache_key(candidate.files, self.flags, self.compiler)
-        cached = self._cached(key)
+        cached = self._cache.lookup(key)
         if cached is not None:
             return cached
-        return self._build(candidate, key)
+        return self._build(candidate, key, isolation)
 
-    def _entry(self, key: str) -> Path:
-        return self.cache_dir / key
-
-    def _cached(self, key: str) -> CompileResult | None:
-        record = self._entry(key) / "result.json"
-        if not record.is_file():
-            return None
-        try:
-            result = CompileResult.model_validate_json(record.read_text())
-        except ValueError:
-            return None
-        if result.artifact is not None and not Path(result.artifact.path).is_file():
-            return None
-        return result.model_copy(update={"cached": True, "seconds": 0.0})
-
-    def _build(self, candidate: Candidate, key: str) -> CompileResult:
+    def _build(self, candidate: Candidate, key: str, isolation: Isolation) -> CompileResult:
         workdir = self._sandbox.workdir()
         try:
+            build_dir = workdir / "build"
+            build_dir.mkdir()
             for name, text in candidate.files.items():
-                (workdir / name).write_text(text)
-            shutil.copyfile(HEADER, workdir / HEADER.name)
+                (build_dir / name).write_text(text)
+            shutil.copyfile(HEADER, build_dir / HEADER.name)
+            give_to_sandbox(build_dir, isolation, within=self._sandbox.root)
             source = next(name for name in candidate.files if name.endswith(build.SOURCE_SUFFIXES))
-            command = build.compile_command(self.compiler, self.flags, source)
-            outcome = self._sandbox.run(f"{JOBS}:build", {"command": command}, self.compile_limits, workdir)
-            data = outcome.result()
-            if data is None:
-                status, message = classify_crash(outcome, self.compile_limits)
-                return CompileResult(ok=False, status=status, log=f"{message}\n{outcome.stderr_tail}".strip(),
-                                     seconds=outcome.wall_s)
-            log = data["log"]
-            ok = data["returncode"] == 0 and (workdir / build.LIBRARY_NAME).is_file()
-            artifact = self._store(workdir / build.LIBRARY_NAME, key) if ok else None
-            result = CompileResult(ok=ok, status=Status.OK if ok else Status.COMPILE_ERROR, log=log,
-                                   errors=parse_compiler_output(log), seconds=data["seconds"], artifact=artifact)
-            self._remember(key, result)
-            return result
+            payload = {"command": build.compile_command(self.compiler, self.flags, source),
+                       "isolation": dataclasses.asdict(isolation), "limits": dataclasses.asdict(self.compile_limits)}
+            outcome = self._sandbox.run(f"{JOBS}:build", payload, self._limits(self.compile_limits), workdir)
+            return self._built(outcome, key, build_dir)
         finally:
             self._sandbox.discard(workdir)
 
-    def _store(self, library: Path, key: str) -> Artifact:
-        entry = self._entry(key)
-        entry.mkdir(parents=True, exist_ok=True)
-        target = entry / build.LIBRARY_NAME
-        partial = entry / f".{build.LIBRARY_NAME}.{os.getpid()}.partial"
-        shutil.copyfile(library, partial)
-        os.replace(partial, target)  # atomic: a concurrent reader sees the old file or the new one
-        return Artifact(backend=self.name, path=str(target), key=key)
-
-    def _remember(self, key: str, result: CompileResult) -> None:
-        if result.status not in CACHEABLE:
-            return
-        entry = self._entry(key)
-        entry.mkdir(parents=True, exist_ok=True)
-        partial = entry / f".result.{os.getpid()}.partial"
-        partial.write_text(result.model_dump_json())
-        os.replace(partial, entry / "result.json")
+    def _built(self, outcome: ChildOutcome, key: str, build_dir: Path) -> CompileResult:
+        data = outcome.result()
+        if data is None or data.get("timeout"):
+            status, message = (Status.TIMEOUT, f"the compiler was killed after {self.compile_limits.wall_s:g} s") \
+                if data else classify_crash(outcome, self.compile_limits)
+            return CompileResult(ok=False, status=status, log=redact(f"{message}\n{outcome.stderr_tail}".strip()),
+                                 seconds=outcome.wall_s)
+        log = redact(data["log"])
+        if data["returncode"] != 0:
+            result = CompileResult(ok=False, status=Status.COMPILE_ERROR, log=log, errors=parse_compiler_output(log),
+                                   seconds=data["seconds"])
+        elif data.get("inspect_error"):
+            return CompileResult(ok=False, status=Status.HARNESS_ERROR, log=redact(data["inspect_error"]),
+                                 seconds=data["seconds"])
+        elif data.get("forbidden"):
+            reasons = [f"{name}: {why}" for name, why in data["forbidden"]]
+            result = CompileResult(
+                ok=False, status=Status.FORBIDDEN, log=log, seconds=data["seconds"],
+                reason="the library links against forbidden symbols: " + "; ".join(reasons[:8]),
+                errors=[CompilerMessage(file="", line=0, column=0, severity="error",
+                                        message=f"forbidden symbol {reason}") for reason in reasons])
+        else:
+            library = read_library(build_dir / build.LIBRARY_NAME)
+            artifact = self._cache.store(key, library)
+            if artifact.sha256 != data["sha256"]:
+                return CompileResult(ok=False, status=Status.HARNESS_ERROR, seconds=data["seconds"],
+                                     log="the library changed between its check and its storing; compile again")
+            result = CompileResult(ok=True, status=Status.OK, log=log, errors=parse_compiler_output(log),
+                                   seconds=data["seconds"], artifact=artifact)
+        self._cache.remember(key, result)
+        return result
 
     # verify and profile ----------------------------------------------------------------------------------
 
-    def _task_payload(self, artifact: Artifact, task: Task) -> dict[str, Any]:
+    def _job_payload(self, artifact: Artifact, task: Task) -> dict[str, Any]:
         if artifact.backend != self.name:
             raise BackendError(f"artifact was built by the {artifact.backend!r} backend, not {self.name!r}")
-        if not Path(artifact.path).is_file():
-            raise BackendError(f"artifact {artifact.path} is missing; compile the candidate again")
+        if not Path(artifact.path).is_file() or not artifact.sha256:
+            raise BackendError(f"artifact {artifact.path} is missing or has no recorded hash; compile the "
+                               "candidate again")
         if task.origin is None:
             raise BackendError(f"task {task.id!r} was not loaded from a suite; load it with "
                                "kernelsage.tasks.loaders.load_suite so the sandbox can load it too")
-        return {"library": artifact.path, "threads": self.threads,
+        isolation = self.isolation
+        if self._runner is None:
+            self._runner = build_runner(self.cache_dir)
+        runner, runner_sha256 = self._runner
+        return {"library": artifact.path, "library_sha256": artifact.sha256, "runner": str(runner),
+                "runner_sha256": runner_sha256, "threads": self.threads,
+                "isolation": dataclasses.asdict(isolation), "limits": dataclasses.asdict(self.run_limits),
                 "task": {"id": task.id, "origin": dataclasses.asdict(task.origin)}}
 
     def _run(self, handler: str, payload: dict[str, Any]) -> ChildOutcome:
         workdir = self._sandbox.workdir()
         try:
-            return self._sandbox.run(f"{JOBS}:{handler}", payload, self.run_limits, workdir)
+            return self._sandbox.run(f"{JOBS}:{handler}", payload, self._limits(self.run_limits), workdir)
         finally:
             self._sandbox.discard(workdir)
 
@@ -178,51 +217,48 @@ class CpuBackend:
         """All test cases, `trials` rounds of fresh random inputs, compared per METHOD §8."""
         seed = secrets.randbits(31) if seed is None else seed
         trials = trials or self.trials
-        payload = {**self._task_payload(artifact, task), "trials": trials, "seed": seed}
+        payload = {**self._job_payload(artifact, task), "trials": trials, "seed": seed}
         started = time.perf_counter()
         outcome = self._run("verify", payload)
         seconds = time.perf_counter() - started
         cases = [CaseResult.model_validate(e["data"]) for e in outcome.events if e.get("kind") == "case"]
-        if outcome.result() is None:
+        data = outcome.result()
+        if data is None:
             status, message = classify_crash(outcome, self.run_limits)
             progress = outcome.last("progress")
             where = f" in case {progress['case']!r} (trial {progress['trial']})" if progress else ""
-            if progress:
-                cases.append(CaseResult(case=progress["case"], trial=progress["trial"], passed=False,
-                                        status=status, message=message))
-            # The first failing case names the class (a crash after a wrong case is reported in the message).
-            first = next((case.status for case in cases if not case.passed), status)
-            return VerifyResult(status=first, correct=False, cases=cases, trials=trials, seed=seed,
-                                seconds=seconds, message=message + where, stderr_tail=outcome.stderr_tail)
+            return VerifyResult(status=status, correct=False, cases=cases, trials=trials, seed=seed,
+                                seconds=seconds, message=redact(message + where),
+                                stderr_tail=redact(outcome.stderr_tail))
         failure = next((case for case in cases if not case.passed), None)
         status = failure.status if failure else Status.OK
         message = "" if failure is None else (failure.message or f"{failure.n_mismatch} of {failure.n_elements} "
                                               f"elements wrong in case {failure.case!r} (trial {failure.trial})")
         return VerifyResult(status=status, correct=failure is None, cases=cases, trials=trials, seed=seed,
-                            seconds=seconds, message=message, stderr_tail=outcome.stderr_tail if failure else "")
+                            seconds=seconds, message=redact(message),
+                            stderr_tail=redact(data.get("stderr_tail", "")) if failure else "")
 
     def profile(self, artifact: Artifact, task: Task, *, warmup: int | None = None,
                 reps: int | None = None) -> ProfileResult:
-        """Latency of the candidate and the reference on the performance case, by the same timing function."""
-        payload = {**self._task_payload(artifact, task), "seed": secrets.randbits(31),
+        """Candidate and reference timed interleaved by the judge on rotating input sets, every output checked."""
+        payload = {**self._job_payload(artifact, task), "seed": secrets.randbits(31), "sets": self.profile_sets,
                    "warmup": self.warmup if warmup is None else warmup, "reps": reps or self.reps}
         started = time.perf_counter()
         outcome = self._run("profile", payload)
         seconds = time.perf_counter() - started
         data = outcome.result()
+        common = {"case": task.perf_case.name, "threads": self.threads, "seconds": seconds}
         if data is None:
             status, message = classify_crash(outcome, self.run_limits)
-            return ProfileResult(status=status, ok=False, case=task.perf_case.name, threads=self.threads,
-                                 seconds=seconds, message=message, stderr_tail=outcome.stderr_tail)
+            return ProfileResult(status=status, ok=False, message=redact(message),
+                                 stderr_tail=redact(outcome.stderr_tail), **common)
         if data["status"] != "ok":
-            return ProfileResult(status=Status(data["status"]), ok=False, case=task.perf_case.name,
-                                 threads=self.threads, seconds=seconds, message=data.get("message", ""))
+            return ProfileResult(status=Status(data["status"]), ok=False, message=redact(data.get("message", "")),
+                                 stderr_tail=redact(data.get("stderr_tail", "")), **common)
         candidate, reference = Timing(**data["candidate"]), Timing(**data["reference"])
         return ProfileResult(
-            status=Status.OK, ok=True, case=data["case"], candidate=candidate, reference=reference,
+            status=Status.OK, ok=True, candidate=candidate, reference=reference,
             speedup=reference.mean / candidate.mean if candidate.mean > 0 else 0.0,
-            output_correct=data["output_correct"], threads=self.threads, seconds=seconds,
-            message="" if data["output_correct"] else "the output on the performance case does not match the "
-                                                       "reference",
+            output_correct=bool(data["output_correct"]), input_sets=int(data["input_sets"]),
+            round_trip_s=float(data["round_trip_s"]), **{**common, "case": data["case"]},
         )
-

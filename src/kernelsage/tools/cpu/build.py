@@ -1,4 +1,8 @@
-"""Building a CPU candidate: the compiler command, the cache key, and the build cache directory."""
+"""Building a CPU candidate: the compiler command, the cache key, and the build cache directory.
+
+The build itself runs isolated (`kernelsage.tools.cpu.jobs.build`): the compiler sees the system directories
+read-only and only the job's build directory writable, so `#include "/etc/passwd"` finds nothing.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import platformdirs
 
 from kernelsage.errors import BackendError
 from kernelsage.tools.cpu.abi import ENTRY_POINT, HEADER
+from kernelsage.tools.cpu.symbols import POLICY_VERSION
 
 LIBRARY_NAME = "kernel.so"
 SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx")
@@ -23,6 +28,14 @@ DEFAULT_FLAGS = (
     # Fail at build time, not at load time, when ks_kernel is missing or a symbol is undefined.
     f"-Wl,--require-defined={ENTRY_POINT}", "-Wl,-z,defs",
 )
+
+
+LOCALE = ("LANG", "LC_ALL", "LC_CTYPE")  # the user's: compiler messages read as they expect
+
+
+def locale() -> dict[str, str]:
+    """The locale the compiler runs with (it decides the language and quotes of its messages)."""
+    return {name: os.environ[name] for name in LOCALE if os.environ.get(name)}
 
 
 def cache_root() -> Path:
@@ -44,7 +57,8 @@ def compiler_identity(compiler: str) -> str:
 
 def cache_key(files: dict[str, str], flags: tuple[str, ...], compiler: str) -> str:
     material = json.dumps({"files": sorted(files.items()), "flags": list(flags),
-                           "compiler": compiler_identity(compiler), "header": HEADER.read_text()})
+                           "compiler": compiler_identity(compiler), "header": HEADER.read_text(),
+                           "symbol_policy": POLICY_VERSION, "locale": locale()})
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 

@@ -1,0 +1,102 @@
+"""Isolation with bubblewrap: the probe, what a sandboxed program sees, the refusal and the unsafe escape hatch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelsage.cli.doctor import check_isolation
+from kernelsage.tools.cpu.backend import CpuBackend, UnsafeIsolationWarning
+from kernelsage.tools.isolation import (
+    UNSAFE_ENV,
+    Isolation,
+    IsolationUnavailableError,
+    Rlimits,
+    detect,
+    popen_options,
+    require,
+    sandboxed,
+    unsafe_requested,
+)
+from kernelsage.tools.results import Candidate
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "kernelsage" / "tools" / "cpu" / "examples"
+NONE = Isolation("none", problem="no isolation, for this test")
+
+
+@pytest.fixture(scope="module")
+def isolation() -> Isolation:
+    found = detect()
+    assert found.available, f"bubblewrap must work on the test machines: {found.problem}"
+    return found
+
+
+def run_isolated(isolation: Isolation, script: str, **options: object) -> subprocess.CompletedProcess[str]:
+    command = sandboxed(isolation, ["/bin/sh", "-c", script], env={"PATH": "/usr/bin:/bin"}, **options)
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False,
+                          **popen_options(isolation))
+
+
+def test_the_probe_finds_bubblewrap_and_doctor_reports_it(isolation):
+    assert isolation.level == "bubblewrap" and isolation.version
+    assert detect() is isolation  # probed once
+    if os.geteuid() == 0:
+        assert isolation.user == 65534  # as root, the sandbox is not root on the host either
+    check = check_isolation()
+    assert check.status == "ok" and "bubblewrap" in check.detail and "seccomp" in check.detail
+
+
+def test_a_sandboxed_program_sees_nothing_of_the_host(isolation, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-sandboxes")
+    done = run_isolated(isolation, "id -u; echo ---; ls /; echo ---; ls /proc | grep -c '^[0-9]'; "
+                                   "cat /etc/passwd; env; touch /usr/x; echo end")
+    out = done.stdout
+    uid, top, processes = out.split("---")[:3]
+    assert uid.strip() == "65534"
+    assert set(top.split()) <= {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "proc", "dev", "tmp"}
+    assert int(processes.split()[0]) <= 4  # bubblewrap's pid 1, the shell, ls and grep: nothing of the host
+    assert "sk-not-for-sandboxes" not in out and "root:x:0:0" not in out
+    assert "PATH=/usr/bin:/bin" in out and "end" in out
+    assert "Read-only file system" in done.stderr
+
+
+def test_limits_are_set_inside_the_sandbox(isolation):
+    done = run_isolated(isolation, "ulimit -v; ulimit -t; ulimit -c",
+                        limits=Rlimits(address_space=1 << 30, cpu_s=7, file_bytes=1 << 20, processes=64))
+    assert done.stdout.split() == [str((1 << 30) // 1024), "7", "0"], done.stderr
+
+
+def test_no_network_in_the_sandbox(isolation):
+    done = run_isolated(isolation, "cat /proc/net/dev | tail -n +3 | cut -d: -f1")
+    assert [line.strip() for line in done.stdout.splitlines()] == ["lo"]
+
+
+def test_without_isolation_candidates_are_refused_unless_the_unsafe_flag_is_given(monkeypatch, tmp_path):
+    monkeypatch.delenv(UNSAFE_ENV, raising=False)
+    assert not unsafe_requested()
+    refused = CpuBackend(cache_dir=tmp_path / "refused", isolation=NONE)
+    try:
+        with pytest.raises(IsolationUnavailableError, match="bubblewrap") as info:
+            refused.compile(Candidate(task_id="relu32", files={"kernel.cpp": "int x;"}))
+        assert "--unsafe-no-isolation" in str(info.value) and UNSAFE_ENV in str(info.value)
+    finally:
+        refused.close()
+    monkeypatch.setenv(UNSAFE_ENV, "1")
+    assert unsafe_requested()
+    assert require(unsafe=True) is not None
+
+
+def test_the_unsafe_flag_runs_candidates_unisolated_with_a_warning(tmp_path, relu32):
+    with CpuBackend(cache_dir=tmp_path / "unsafe", isolation=NONE, unsafe_no_isolation=True, reps=5,
+                    warmup=1) as backend:
+        with pytest.warns(UnsafeIsolationWarning, match="WITHOUT ISOLATION"):
+            compiled = backend.compile(Candidate(task_id="relu32", files={
+                "kernel.cpp": (EXAMPLES / "l1_relu.cpp").read_text()}))
+        assert compiled.ok, compiled.log
+        verified = backend.verify(compiled.artifact, relu32)
+        assert verified.correct, verified.message
+        profiled = backend.profile(compiled.artifact, relu32)
+        assert profiled.ok and profiled.output_correct, profiled.message

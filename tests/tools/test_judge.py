@@ -1,0 +1,189 @@
+"""The judge and the runner: verdicts the candidate cannot write, timing it cannot fool, blame where it belongs."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelsage.tasks.loaders import find_task, load_suite
+from kernelsage.tools.cpu.backend import CpuBackend
+from kernelsage.tools.cpu.binaries import build_runner
+from kernelsage.tools.isolation import detect, popen_options, sandboxed
+from kernelsage.tools.results import Candidate, Status
+from kernelsage.tools.sandbox import Limits
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "kernelsage" / "tools" / "cpu" / "examples"
+
+HARNESS_TASKS = '''
+import time
+import torch
+from kernelsage.tasks.generators import randn
+from kernelsage.tasks.model import case, define_task
+
+
+def broken(x):
+    raise RuntimeError("the reference exploded")
+
+
+def slow(x):
+    time.sleep(60)
+    return torch.relu(x)
+
+
+def huge(x):
+    return torch.empty(1 << 42) + 1
+
+
+def _x(c, g):
+    return {"x": randn(c["shape"], "float32", g)}
+
+
+CASES = [case("vec", shape=(1000,))]
+TASKS = [define_task(id=name, level=1, category="activation", description="relu with a broken reference",
+                     reference=reference, inputs=_x, cases=CASES, perf=case("perf", shape=(4096,)))
+         for name, reference in (("broken_ref", broken), ("slow_ref", slow), ("huge_ref", huge))]
+'''
+
+
+def test_the_runner_sees_only_itself(tmp_path):
+    """The runner's sandbox, exactly as the judge starts it, but running `ls` instead of ks_runner."""
+    isolation = detect()
+    runner, _ = build_runner(tmp_path)
+    with open(runner, "rb") as executable:
+        command = sandboxed(isolation, ["/bin/sh", "-c", "ls /proc | grep '^[0-9]'; ls /ks; ls /"],
+                            env={"PATH": "/usr/bin:/bin"}, data_files=[(executable.fileno(), "/ks/ks_runner", 0o555)])
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60,
+                              pass_fds=(executable.fileno(),), **popen_options(isolation))
+    lines = done.stdout.split()
+    assert done.returncode == 0, done.stderr
+    assert {"1", "2"} <= set(lines) and not any(line.isdigit() and int(line) > 4 for line in lines)
+    assert "ks_runner" in lines and "etc" not in lines and "home" not in lines and "root" not in lines
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the kernel uses x86-64 inline assembly")
+def test_raw_system_calls_are_denied_by_the_seccomp_filter(cpu_backend, build, relu32):
+    result = cpu_backend.verify(build("relu32", "raw_syscall.cpp").artifact, relu32)
+    failure = result.first_failure()
+    assert failure is not None and failure.status is Status.WRONG_RESULT
+    assert failure.mismatches[0].index == [0] and failure.mismatches[0].actual == -1.0  # -EPERM
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the kernel uses x86-64 inline assembly")
+def test_forged_replies_on_the_harness_channel_are_caught(cpu_backend, build, relu32):
+    result = cpu_backend.verify(build("relu32", "forged_reply.cpp").artifact, relu32)
+    assert not result.correct and result.status is Status.RUNTIME_ERROR
+    assert "channel" in result.message
+
+
+def test_a_write_to_the_inputs_is_detected(cpu_backend, build, relu32):
+    result = cpu_backend.verify(build("relu32", "input_write.cpp").artifact, relu32)
+    assert not result.correct and result.status is Status.INPUT_MODIFIED, result.message
+    assert "read-only" in result.message
+
+
+@pytest.mark.parametrize(("kernel", "status"), [
+    ("perf_first_calls_only.cpp", Status.PARTIAL_WRITE),  # stops working once the timing loop runs
+    ("perf_pointer_cache.cpp", Status.CACHED_RESULT),      # replays answers keyed on the input's address
+])
+def test_profile_checks_every_call(cpu_backend, build, relu32, kernel, status):
+    compiled = build("relu32", kernel)
+    assert cpu_backend.verify(compiled.artifact, relu32).correct  # honest on the small test cases
+    result = cpu_backend.profile(compiled.artifact, relu32)
+    assert not result.ok and not result.output_correct and result.status is status, result.message
+    assert result.candidate is None and result.speedup == 0.0
+
+
+def test_profile_rotates_input_sets_and_subtracts_the_round_trip(cpu_backend, build, relu32):
+    result = cpu_backend.profile(build("relu32", EXAMPLES / "l1_relu.cpp").artifact, relu32)
+    assert result.ok and result.output_correct, result.message
+    assert 2 <= result.input_sets <= cpu_backend.profile_sets
+    assert 0 < result.round_trip_s < 0.01
+    for timing in (result.candidate, result.reference):
+        assert timing.reps == cpu_backend.reps and timing.ci_low <= timing.median <= timing.ci_high
+
+
+def _stat(pid: int) -> tuple[str, int, str]:
+    """(state, parent pid, command name) of a process."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1]), text[text.index("(") + 1:text.rindex(")")]
+
+
+def _stray_runners(worker: int) -> set[int]:
+    """Live runners that descend from our worker, or whose sandbox lost its parent (then bwrap is reparented to
+    pid 1). Runners of other sessions on this machine, inside their own sandboxes, do not count."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if not entry.name.isdigit() or "/ks/ks_runner" not in (entry / "cmdline").read_text():
+                continue
+            state, parent, _ = _stat(int(entry.name))
+            if state in "ZX":
+                continue
+            chain, pid = [], parent
+            while pid > 1:
+                chain.append(pid)
+                pid = _stat(pid)[1]
+            orphaned = _stat(parent)[2] != "bwrap" or not chain or _stat(chain[-1])[2] == "bwrap"
+            if worker in chain or orphaned:
+                found.add(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_timeout_kills_the_whole_sandbox_and_the_next_candidate_works(cpu_backend, build, relu32):
+    started = time.monotonic()
+    result = cpu_backend.verify(build("relu32", "infinite_loop.cpp").artifact, relu32)
+    assert result.status is Status.TIMEOUT and time.monotonic() - started < cpu_backend.run_limits.wall_s + 10
+    worker = cpu_backend._sandbox._process
+    assert worker is not None
+    deadline = time.monotonic() + 3  # other sessions' sandboxes may pass through being torn down meanwhile
+    while _stray_runners(worker.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _stray_runners(worker.pid), "a runner survived its timeout"
+    assert not list(cpu_backend._sandbox.root.glob("job-*")), "a job directory was left behind"
+    assert cpu_backend.verify(build("relu32", EXAMPLES / "l1_relu.cpp").artifact, relu32).correct
+
+
+def test_a_dead_worker_is_the_jobs_result_and_is_replaced(tmp_path, relu32):
+    with CpuBackend(cache_dir=tmp_path / "builds", run_limits=Limits(wall_s=20, cpu_s=40)) as backend:
+        stuck = backend.compile(Candidate(task_id="relu32", files={"kernel.cpp": (KERNELS / "infinite_loop.cpp")
+                                                                   .read_text()}))
+        honest = backend.compile(Candidate(task_id="relu32", files={"kernel.cpp": (EXAMPLES / "l1_relu.cpp")
+                                                                    .read_text()}))
+        results = []
+        job = threading.Thread(target=lambda: results.append(backend.verify(stuck.artifact, relu32)))
+        job.start()
+        time.sleep(3)
+        worker = backend._sandbox._process
+        assert worker is not None
+        worker.kill()
+        job.join(timeout=60)
+        assert results and results[0].status is Status.HARNESS_ERROR and "worker" in results[0].message
+        assert backend.verify(honest.artifact, relu32).correct
+
+
+@pytest.fixture(scope="module")
+def harness_suite(tmp_path_factory):
+    path = tmp_path_factory.mktemp("harness_suite") / "tasks.py"
+    path.write_text(HARNESS_TASKS)
+    return load_suite(path)
+
+
+@pytest.mark.parametrize("task_id", ["broken_ref", "huge_ref", "slow_ref"])
+def test_reference_failures_are_the_harness_fault(tmp_path, build, harness_suite, task_id):
+    task = find_task(harness_suite, task_id)
+    limits = Limits(wall_s=5, cpu_s=20, harness_wall_s=3, harness_memory_bytes=2 << 30)
+    with CpuBackend(cache_dir=tmp_path / "builds", run_limits=limits) as backend:
+        compiled = backend.compile(Candidate(task_id=task.id, files={"kernel.cpp": (EXAMPLES / "l1_relu.cpp")
+                                                                     .read_text()}))
+        for result in (backend.verify(compiled.artifact, task), backend.profile(compiled.artifact, task)):
+            assert result.status is Status.HARNESS_ERROR, (result.status, result.message)
+            assert "reference" in result.message
