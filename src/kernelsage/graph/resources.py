@@ -44,20 +44,11 @@ class AgentResources:
     read_only: bool = False  # a frozen memory: retrieval only, no credit, no consolidation
     default_context: Context = field(default_factory=Context)  # settings under a host's other context schema
     _memories: dict[tuple[str, str, str], Memory] = field(default_factory=dict, repr=False)
-    _interfaces: dict[str, str] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def settings(self, runtime: Runtime[Any]) -> Context:
         """kernelsage's settings for this run (see `resolve_context`)."""
         return resolve_context(runtime.context, self.default_context)
-
-    def interface(self, task_id: str) -> str:
-        """The task's kernel interface as the prompts show it (computed once per task)."""
-        if task_id not in self._interfaces:
-            from kernelsage.tasks.model import describe_interface
-
-            self._interfaces[task_id] = describe_interface(self.tasks(task_id))
-        return self._interfaces[task_id]
 
     def memory(self, context: Context) -> Memory | None:
         """The memory handle for this run's namespace, policy and parameters (opened once, then reused).

@@ -8,7 +8,7 @@ suite's full-size cases (tens of GiB for some KernelBench tasks) are described i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -37,7 +37,6 @@ class CaseInterface:
     attrs: dict[str, Any]
     outputs: tuple[TensorSpec, ...] | None  # None: could not be worked out (see `note`)
     note: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
         lines = [f"case {self.case}:"]
@@ -51,13 +50,6 @@ class CaseInterface:
         lines += [f"  attr {name} = {value!r}" for name, value in self.attrs.items()]
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        def specs(items: tuple[TensorSpec, ...] | None) -> list[dict[str, Any]] | None:
-            return None if items is None else [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in items]
-
-        return {"case": self.case, "inputs": specs(self.inputs), "outputs": specs(self.outputs),
-                "attrs": {k: list(v) if isinstance(v, tuple) else v for k, v in self.attrs.items()},
-                "note": self.note}
 
 
 def _dtype(tensor: torch.Tensor) -> str:
@@ -75,13 +67,12 @@ def case_interface(task: Task, case: TestCase) -> CaseInterface:
     operator has no meta implementation, a small case is run on the CPU, and a large one's outputs (or, if
     its inputs cannot be built either, the whole case) are reported unknown with the reason; the reference
     code in the task's description tells the rest."""
-    params = dict(case.params)
     try:
         with torch.device("meta"):
             instance = task.instantiate(case, 0)
             inputs, attrs = _specs(instance.inputs), dict(instance.attrs)
     except Exception as exc:
-        return CaseInterface(case.name, None, {}, None, params=params,
+        return CaseInterface(case.name, None, {}, None,
                              note=f"the case cannot be built without data: {_reason(exc)}")
     try:
         with torch.device("meta"):
@@ -89,9 +80,9 @@ def case_interface(task: Task, case: TestCase) -> CaseInterface:
     except Exception as exc:
         outputs = _small_case_outputs(task, case, inputs)
         if outputs is None:
-            return CaseInterface(case.name, inputs, attrs, None, params=params,
+            return CaseInterface(case.name, inputs, attrs, None,
                                  note=f"the reference has no shape-only run: {_reason(exc)}")
-    return CaseInterface(case.name, inputs, attrs, outputs, params=params)
+    return CaseInterface(case.name, inputs, attrs, outputs)
 
 
 def _small_case_outputs(task: Task, case: TestCase, inputs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...] | None:
@@ -110,11 +101,3 @@ def _small_case_outputs(task: Task, case: TestCase, inputs: tuple[TensorSpec, ..
 
 def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
-
-
-def task_interfaces(task: Task, limit: int | None = None) -> list[CaseInterface]:
-    """The interface of every case (or the first `limit`), the performance case always among them."""
-    cases = list(task.cases if limit is None else task.cases[:limit])
-    if task.perf_case not in cases:
-        cases.append(task.perf_case)
-    return [case_interface(task, case) for case in cases]
