@@ -21,6 +21,10 @@ class EmbeddingDimensionError(NamespaceError):
     """A vector's dimension differs from the one fixed for its namespace."""
 
 
+class ItemError(KernelsageError):
+    """A new memory item is malformed or too large (the message names the item and the limit)."""
+
+
 class ReadOnlyMemoryError(KernelsageError):
     """An update was attempted on a memory opened read-only."""
 

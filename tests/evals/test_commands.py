@@ -28,14 +28,33 @@ def test_eval_scores_a_directory_of_ready_kernels(tmp_path: Path) -> None:
     (tmp_path / "kernels" / "l1_add.cpp").write_text(examples.joinpath("l1_relu.cpp").read_text())  # wrong op
     result = _kernelsage("eval", str(tmp_path / "kernels"), "--json", "--output", str(tmp_path / "eval.jsonl"))
     assert result.returncode == 0, result.stderr
-    payload = json.loads(result.stdout.splitlines()[-1])
+    payload = json.loads(result.stdout)  # the whole of stdout is one JSON document
     status = {k["task_id"]: k["status"] for k in payload["kernels"]}
     assert status["l1_add"] != "ok" and status["l3_matmul"] == "ok" and status["l2_softmax"] == "ok"
     er = payload["summary"]["overall"]["er"]
     assert (er["n"], er["total"]) == (len(status) - 1, len(status))
+    timed = [k["speedup_median"] for k in payload["kernels"] if k["status"] == "ok"]
+    assert timed and all(s["low"] <= s["median"] <= s["high"] for s in timed)  # medians, with their interval
+    assert payload["speedup_median"]["n"] == len(timed)
     report = _kernelsage("report", str(tmp_path), "--json")
     assert report.returncode == 0, report.stderr
     assert Path(json.loads(report.stdout)["report"]).is_file()
+
+
+def test_eval_prints_a_table_in_words_that_fits_80_columns(tmp_path: Path) -> None:
+    examples = Path(str(resources.files("kernelsage.tools.cpu").joinpath("examples")))
+    (tmp_path / "kernels" / "level1").mkdir(parents=True)
+    (tmp_path / "kernels" / "l1_relu.cpp").write_text(examples.joinpath("l1_relu.cpp").read_text())
+    (tmp_path / "kernels" / "l1_add.cpp").write_text("int ks_kernel(")  # does not compile
+    result = _kernelsage("eval", str(tmp_path / "kernels"), env={"COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    table = result.stdout.split("\ncorrect (ER")[0].splitlines()
+    assert all(len(line) <= 80 for line in table), result.stdout
+    assert "Summary(" not in result.stdout and "compile_error" in result.stdout
+    relu = next(line for line in table if line.lstrip().startswith("l1_relu"))
+    assert "than PyTorch" in relu or "about as fast as PyTorch" in relu
+    assert "correct (ER, execution rate): 1 of 2 kernels" in result.stdout
+    assert "median over correct kernels:" in result.stdout
 
 
 def test_eval_and_report_name_bad_input_in_one_line(tmp_path: Path) -> None:
@@ -49,11 +68,12 @@ def test_eval_and_report_name_bad_input_in_one_line(tmp_path: Path) -> None:
 def test_the_offline_demo_runs_end_to_end(tmp_path: Path) -> None:
     env = {"KERNELSAGE_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1", "OPENAI_API_KEY": ""}
     env.pop("DATABASE_URL", None)
-    result = _kernelsage("demo", "--out", str(tmp_path / "demo"), "--json",
-                         env={k: v for k, v in env.items()} | {"DATABASE_URL": ""}, cwd=tmp_path)
+    env |= {"DATABASE_URL": ""}
+    result = _kernelsage("demo", "--out", "demo", "--json", env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "replayed from a recording" in result.stdout.splitlines()[0] + result.stdout
-    payload = json.loads(result.stdout.splitlines()[-1])
+    narrative = " ".join(result.stderr.split())  # the narrative goes to stderr, the replay said first
+    assert "replayed from a recording" in narrative.split("l1_relu")[0]
+    payload = json.loads(result.stdout)  # the whole of stdout is one JSON document
     assert [e["solved"] for e in payload["episodes"]] == [True] * 6
     assert payload["hot_rules"], "at least one rule must be promoted into hot memory"
     html = Path(payload["report"]).read_text()
@@ -63,6 +83,18 @@ def test_the_offline_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "compile_error" in statuses and "wrong_result" in statuses
     assert {r["level"] for r in records} == {1, 2, 3}
     assert all(r["memory"]["credits"] for r in records)
+    # The memory stays under the demo's directory, and the commands the demo names show what it learned.
+    assert payload["database"] == "demo/db" and (tmp_path / "demo" / "db" / "PG_VERSION").exists()
+    listed = json.loads(_kernelsage("memory", "namespaces", "--db", "demo/db", "--json", env=env, cwd=tmp_path).stdout)
+    assert {(n["run_id"], n["policy"]) for n in listed} >= {("demo", "sage")}
+    stats = _kernelsage("memory", "stats", "--db", "demo/db", "--run", "demo", "--json", env=env, cwd=tmp_path)
+    assert json.loads(stats.stdout)["episodes"] == 6 and json.loads(stats.stdout)["by_state"]["hot"] >= 1
+    assert "kernelsage memory stats --db demo/db --run demo" in payload["inspect"]
+    # A report written again from the run directory keeps the banner and the hot rules.
+    again = _kernelsage("report", "demo", env=env, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    markdown = (tmp_path / "demo" / "report" / "report.md").read_text()
+    assert "replayed from a recording" in markdown and payload["hot_rules"][0]["text"] in markdown
 
 
 def test_run_records_a_stream_and_a_rerun_resumes_without_repeating_it(tmp_path: Path) -> None:
@@ -76,14 +108,14 @@ def test_run_records_a_stream_and_a_rerun_resumes_without_repeating_it(tmp_path:
             "--top-k", "64", "--run-id", "r1", "--json")
     first = _kernelsage(*args, env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    summary = json.loads(first.stdout.splitlines()[-1])["summary"]["sage"]["overall"]
+    summary = json.loads(first.stdout)["summary"]["sage"]["overall"]
     assert (summary["er"]["n"], summary["er"]["total"]) == (2, 2)
     records = (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines()
     again = _kernelsage(*args, env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines() == records  # nothing ran twice
-    stats = _kernelsage("memory", "stats", "-n", "cpu/cpp/default@r1/sage", "--json", env=env, cwd=tmp_path)
-    assert json.loads(stats.stdout.splitlines()[-1])["episodes"] == 2
+    stats = _kernelsage("memory", "stats", "--run", "r1", "--json", env=env, cwd=tmp_path)  # as `run` says
+    assert json.loads(stats.stdout)["episodes"] == 2 and json.loads(stats.stdout)["namespace"] == "cpu/cpp/default@r1/sage"
 
 
 def test_run_against_a_rejecting_endpoint_ends_in_one_line_and_a_non_zero_exit(database_url: str,

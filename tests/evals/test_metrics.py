@@ -85,7 +85,7 @@ def test_a_small_run_with_a_tie_at_the_reference_and_an_unsolved_operator():
 
 @pytest.mark.parametrize(
     ("speedups", "median"),
-    [((2.0, 2.0, 3.0, 3.0), 2.5), ((2.0, 2.0, 2.0, 5.0), 2.0), ((1.5, 1.5, 1.5), 1.5)],
+    [((2.0, 2.0, 3.0, 3.0), math.sqrt(6.0)), ((2.0, 2.0, 2.0, 5.0), 2.0), ((1.5, 1.5, 1.5), 1.5)],
 )
 def test_median_speedup_with_tied_values(speedups, median):
     records = [_solved(f"t{i}", first=1.0, best=1.0, reference=s) for i, s in enumerate(speedups)]
@@ -109,7 +109,7 @@ def test_zero_latencies_are_excluded_and_never_divided_by():
 def test_a_missing_reference_leaves_self_speedup_but_no_speedup():
     records = [_solved("a", first=6.0, best=2.0, reference=None), _solved("b", 1.0, 1.0, 4.0)]
     overall = summarize(records).overall
-    assert overall.s_self_median == SampleStat(2.0, 2)  # medians of (3, 1)
+    assert overall.s_self_median == SampleStat(math.sqrt(3.0), 2)  # median of (3, 1) on a log scale
     assert overall.speedup_median == SampleStat(4.0, 1)
     assert overall.fast1 == Ratio(1, 2)
     assert overall.fast_p[1.0] == Ratio(1, 2)
@@ -298,3 +298,43 @@ def test_a_malformed_record_is_reported_with_its_file_and_line(tmp_path):
 
     with pytest.raises(ConfigurationError, match=r"absent\.jsonl"):
         read_records(tmp_path / "absent.jsonl")
+
+
+# ---------------------------------------------------------------- medians of ratios, spreads
+
+
+def test_a_median_of_two_speedups_is_between_them_on_a_log_scale_with_its_range():
+    from kernelsage.evals.metrics import ratio_median
+
+    median = ratio_median([11.52, 0.13])
+    assert median.value == pytest.approx(math.sqrt(0.13 * 11.52))  # 1.22x, not the arithmetic 5.82x
+    assert (median.low, median.high, median.n) == (0.13, 11.52, 2)
+    assert median.format("x") == "1.22x (n=2, 0.13x to 11.52x)"
+    assert ratio_median([3.0, 0.5, 2.0]).value == 2.0  # odd count: the middle value itself
+
+
+@given(st.lists(st.floats(min_value=1e-3, max_value=1e3), min_size=1, max_size=30))
+@settings(max_examples=60, deadline=None)
+def test_the_median_of_inverse_ratios_is_the_inverse_median(values):
+    from kernelsage.evals.metrics import ratio_median
+
+    median = ratio_median(values)
+    assert median.value == pytest.approx(1 / ratio_median([1 / v for v in values]).value, rel=1e-9)
+    assert min(values) <= median.value <= max(values)
+
+
+def test_a_median_speedup_carries_the_interval_of_both_medians():
+    from kernelsage.evals.metrics import median_speedup, time_spread
+    from kernelsage.tools.results import Timing
+
+    def timing(median, low, high):
+        return Timing(mean=median * 3, median=median, cv=0.5, minimum=low, warmup=5, reps=100, ci_low=low,
+                      ci_high=high)
+
+    reference, candidate = time_spread(timing(2.0, 1.8, 2.4)), time_spread(timing(1.0, 0.9, 1.2))
+    speedup = median_speedup(reference, candidate)
+    assert speedup.median == 2.0  # from the medians, not the means (which would give 2.0 too, by chance: 6/3)
+    assert speedup.low == pytest.approx(1.8 / 1.2) and speedup.high == pytest.approx(2.4 / 0.9)
+    unmeasured = time_spread(timing(1.0, 0.0, 0.0))  # no interval recorded: the median alone
+    assert (unmeasured.low, unmeasured.high) == (1.0, 1.0)
+    assert time_spread(None) is None

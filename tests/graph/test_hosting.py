@@ -90,7 +90,7 @@ def test_runs_are_named_and_carry_episode_metadata(store: MemoryStore, cpu_backe
         assert metadata["episode_id"] == f"{namespace}-traced" and metadata["policy"] == "sage"
         assert metadata["backend"] == "cpu" and metadata["model"] == "scripted-test-double"
     call = next(r for r in runs if r.run_type == "llm")
-    assert call.name == "generator round 0" and call.extra["metadata"]["stage"] == "draft"
+    assert call.name == "generator round 1" and call.extra["metadata"]["stage"] == "draft"
     curator = next(r for r in runs if r.name == "curator")
     memory = curator.outputs["memory_update"]
     assert memory["credits"] and memory["policy"] == "sage"  # the credits are visible there

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelsage.errors import DatabaseError, EpisodeError, TransferFormatError
+from kernelsage.errors import DatabaseError, EpisodeError, ItemError, TransferFormatError
 from kernelsage.memory_backend.database import database_url, open_pool
 from kernelsage.memory_backend.embedded import embedded_database_url
 from kernelsage.memory_backend.items import NewItem
@@ -16,7 +16,6 @@ from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure, RoundOutcome
 from kernelsage.memory_backend.store import Memory, MemoryStore
 from kernelsage.memory_backend.transfer import export_jsonl, import_jsonl
-from kernelsage.memory_backend.validation import ItemError
 from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kernelsage.errors import EmbeddingDimensionError, EpisodeError, NamespaceError, ReadOnlyMemoryError
+from kernelsage.memory_backend import vector_index
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure, ItemStats, RoundOutcome
@@ -18,7 +19,7 @@ from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 def test_migrations_are_recorded_and_safe_to_run_twice(store: MemoryStore) -> None:
     assert store.migrate() == []
     again = MemoryStore(store.pool)  # a second opener on a migrated database
-    assert again.applied_migrations() == store.applied_migrations() == [1, 2]
+    assert again.applied_migrations() == store.applied_migrations() == [1, 2, 3]
 
 
 def test_a_namespace_never_sees_another_namespaces_items(store: MemoryStore, namespace: str) -> None:
@@ -137,25 +138,27 @@ def test_hot_rules_are_resident_and_never_retrieved_from_cold(store: MemoryStore
 
 
 def test_filtered_search_does_not_under_return(store: MemoryStore, namespace: str) -> None:
-    params = SageParams(pool_size=40, top_k=40, ef_search=40)
+    params = SageParams(pool_size=40, top_k=40, probes=1)
     memory = MemoryStore(store.pool, params=params).open(namespace, embedding_dim=16)
-    vectors = unit_vectors(2000, seed=3)
-    ids = np.array(seed_items(memory, vectors))
+    vectors = unit_vectors(vector_index.EXACT_BELOW + 1000, seed=3)
+    ids = np.array(seed_items(memory, vectors))  # past EXACT_BELOW: the store gave it an IVF index
+    lists = vector_index.lists_for(len(ids))
     query = vectors[0]
     order = np.argsort(-(vectors @ query))
-    hot = ids[order[:100]]  # the hundred nearest items are resident: the index must look past them
-    with store.pool.connection() as conn:  # test set-up: make them hot without a hundred episodes
+    hot = ids[order[:1000]]  # the thousand nearest items are resident: one probe must read further lists
+    with store.pool.connection() as conn:  # test set-up: make them hot without a thousand episodes
         conn.execute("UPDATE ks_items SET state = 'hot' WHERE id = ANY(%s)", (hot.tolist(),))
         conn.execute("UPDATE ks_item_vectors SET resident = true WHERE item_id = ANY(%s)", (hot.tolist(),))
-        conn.execute("ANALYZE ks_item_vectors")  # with statistics the planner takes the HNSW index
+        conn.execute("ANALYZE ks_item_vectors")
         plan = conn.execute(
             f"EXPLAIN SELECT item_id FROM ks_item_vectors WHERE namespace_id = {memory.info.id} AND NOT resident "
             "ORDER BY embedding::vector(16) <=> %s LIMIT 40", (query,)).fetchall()
-    assert any(f"ks_item_vectors_hnsw_ns{memory.info.id}" in row["QUERY PLAN"] for row in plan)
+    assert any(f"ks_item_vectors_ivf_ns{memory.info.id}_l{lists}" in row["QUERY PLAN"] for row in plan)
     found = [s.item.id for s in memory.retrieve(query).cold]
-    expected = ids[order[100:140]].tolist()
     assert len(found) == 40
-    assert len(set(found) & set(expected)) >= 38  # approximate search, but no under-return
+    assert not set(found) & set(hot.tolist())
+    near = {int(i): rank for rank, i in enumerate(ids[order])}
+    assert max(near[i] for i in found) < 3000  # approximate, but all from the nearer half
 
 
 def test_item_provenance_and_history_are_kept(store: MemoryStore, namespace: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -115,3 +116,23 @@ def test_a_validated_item_that_loses_its_utility_returns_to_cold() -> None:
     item = ItemStats(item_id=1, utility=0.2, n_ado=4, adopting_ops=frozenset({"a", "b", "c"}), state="validated")
     assert ugc.settle_cold_state(item, PARAMS) == "validated"
     assert ugc.settle_cold_state(item._replace(utility=-0.01), PARAMS) == "cold"
+
+
+@given(st.lists(st.tuples(st.floats(-0.2, 1.0), st.floats(0.0, 1.0), st.integers(1, 400),
+                          st.integers(0, 50), st.integers(0, 60)), max_size=60),
+       st.integers(1, 3000))
+def test_column_selection_and_estimates_match_the_scalar_formulas(rows, budget) -> None:
+    """The numpy paths consolidation uses choose exactly what the per-item formulas choose."""
+    pool = [ugc.HotCandidate(item_id=i, utility=u, access=ugc.cold_access_estimate(r, e), tokens=t)
+            for i, (u, _, t, r, e) in enumerate(rows)]
+    estimates = ugc.cold_access_estimates(np.array([r for *_, r, _ in rows], dtype=np.float64),
+                                          np.array([e for *_, e in rows], dtype=np.float64))
+    assert estimates.tolist() == [c.access for c in pool]
+    ranked = sorted((c for c in pool if ugc.priority(c.utility, c.access, c.tokens) > 0),
+                    key=lambda c: (-ugc.priority(c.utility, c.access, c.tokens), c.tokens, c.item_id))
+    chosen, used = [], 0
+    for c in ranked:  # the greedy scan, written out per item
+        if used + c.tokens <= budget:
+            chosen.append(c.item_id)
+            used += c.tokens
+    assert ugc.select_hot(pool, budget) == chosen

@@ -87,7 +87,8 @@ def test_kernelbench_tasks_map_module_arguments_onto_the_abi():
     assert linear.level == 2
     instance = linear.instantiate(linear.cases[0], 3)
     assert list(instance.inputs) == ["x", "param.linear.weight", "param.linear.bias"]
-    assert instance.attrs == {"dim": 1, "in_features": 12, "out_features": 5}
+    assert instance.attrs == {"dim": 1, "in_features": 12, "out_features": 5,  # and the layer's own:
+                              "linear.in_features": 12, "linear.out_features": 5}
     (out,) = instance.reference()
     x, w, b = instance.inputs.values()
     torch.testing.assert_close(out, (x @ w.T + b).sum(1))
@@ -113,7 +114,8 @@ def test_kernelbench_inputs_follow_the_seed():
 def test_npukernelbench_tasks_load_and_run_without_torch_npu():
     report = load_suite(FIXTURES / "npukernelbench")
     # question/ holds the model's templates (with an api_desc.md of its own): not a task
-    assert sorted(t.id for t in report.tasks) == ["level1/Activation/GeluCustom", "level2/Norm/RmsNormCustom"]
+    assert sorted(t.id for t in report.tasks) == ["level1/Activation/FastGeluNpu", "level1/Activation/GeluCustom",
+                                                  "level2/Norm/RmsNormCustom"]
     assert "at least one case row" in _problem(report, "NoCases")
     for standin in ("torch_npu", "kernel_gen_ops", "framework"):
         assert standin not in sys.modules  # the stand-ins were only there while loading
@@ -196,3 +198,27 @@ def test_an_interface_that_cannot_be_worked_out_says_why():
     builtin = find_task(load_suite("builtin"), "l3_grouped_matmul")  # bincount has no meta kernel
     described = case_interface(builtin, builtin.perf_case)
     assert described.outputs is None and "cannot be built without data" in described.note
+
+
+def test_a_list_of_tensors_becomes_one_input_per_tensor(tmp_path):
+    (tmp_path / "1_Sum_List.py").write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, xs, scale):\n"
+        "        return torch.stack(xs).sum(0) * scale\n\n\n"
+        "def get_inputs():\n    return [[torch.randn(4, 8), torch.randn(4, 8)], 2.0]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
+    task = find_task(load_suite(tmp_path, "kernelbench"), "1_Sum_List")
+    interface = case_interface(task, task.cases[0])
+    assert [(s.name, s.shape) for s in interface.inputs] == [("xs[0]", (4, 8)), ("xs[1]", (4, 8))]
+    assert interface.attrs == {"scale": 2.0}
+
+
+def test_constructor_defaults_and_layer_hyperparameters_are_attributes(tmp_path):
+    (tmp_path / "2_Norm.py").write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, features, scale=0.5):\n"
+        "        super().__init__()\n        self.bn = torch.nn.BatchNorm1d(features, eps=1e-3)\n"
+        "        self.scale = scale\n\n    def forward(self, x):\n        return self.bn(x) * self.scale\n\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 8)]\n\n\ndef get_init_inputs():\n    return [8]\n")
+    task = find_task(load_suite(tmp_path, "kernelbench"), "2_Norm")
+    attrs = case_interface(task, task.cases[0]).attrs
+    assert attrs["features"] == 8 and attrs["scale"] == 0.5  # given, and left at its default
+    assert attrs["bn.eps"] == 1e-3 and attrs["bn.momentum"] == 0.1

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelsage.tasks.loaders import find_task, load_suite
+from kernelsage.tools.diagnostics import describe_mismatches
 from kernelsage.tools.evaluator import evaluate_candidate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -38,3 +39,5 @@ def test_the_tasks_own_precision_rule_decides(cpu_backend, offset: str, correct:
     assert evaluation.correct is correct, evaluation.model_dump_json()[:2000]
     if not correct:
         assert "custom_check_precision" in evaluation.verify.first_failure().message
+        text = describe_mismatches(evaluation.verify)
+        assert "custom_check_precision" in text and "max abs error 0.5" in text

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernelsage.cli.doctor import check_isolation
-from kernelsage.tools.cpu.backend import CpuBackend, UnsafeIsolationWarning
+from kernelsage.tools.cpu.backend import CpuBackend
+from kernelsage.tools.isolated_backend import UnsafeIsolationWarning
 from kernelsage.tools.isolation import (
     UNSAFE_ENV,
     Isolation,
@@ -100,3 +101,22 @@ def test_the_unsafe_flag_runs_candidates_unisolated_with_a_warning(tmp_path, rel
         assert verified.correct, verified.message
         profiled = backend.profile(compiled.artifact, relu32)
         assert profiled.ok and profiled.output_correct, profiled.message
+
+
+def test_a_runtime_only_sandbox_holds_only_the_files_it_names(isolation):
+    """The runner's sandbox: its loader and the runtime libraries (here plus a shell to look around), no
+    other file of /usr, so a kernel's constructor finds no library outside the runtime to load."""
+    from kernelsage.tools.cpu.binaries import interpreter, runtime_files
+
+    shell = os.path.realpath("/bin/sh")
+    files = [*runtime_files(interpreter(Path(shell).read_bytes())), shell]
+    script = "for f in /usr/*/* /usr/lib/*/* /etc/*; do echo \"$f\"; done"
+    command = sandboxed(isolation, [shell, "-c", script], env={}, system_files=files)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False,
+                          **popen_options(isolation))
+    assert done.returncode == 0, done.stderr
+    seen = {line for line in done.stdout.split() if "*" not in line}
+    names = {Path(f).name for f in files}
+    assert seen and all(Path(line).name in names or Path(line).is_dir() for line in seen), sorted(seen)
+    assert not any("libz" in line or "python" in line or line.startswith("/etc/") for line in seen), sorted(seen)
+    assert any(Path(line).name == "libgomp.so.1" for line in seen), sorted(seen)

@@ -11,6 +11,7 @@ from kernelsage.cli.doctor import doctor
 from kernelsage.cli.evaluate import evaluate
 from kernelsage.cli.memory import memory_app
 from kernelsage.cli.runs import compare, report, run
+from kernelsage.cli.simulate import simulate
 from kernelsage.cli.tasks import check, tasks_app
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app.command("compare")(compare)
 app.command("report")(report)
 app.command("eval")(evaluate)
 app.command("doctor")(doctor)
+app.command("simulate")(simulate)
 
 
 def _print_version(value: bool) -> None:

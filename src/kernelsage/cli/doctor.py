@@ -78,8 +78,20 @@ def check_embeddings() -> Check:
     return Check("embeddings", "ok", f"{embedding_name(embeddings)}, dimension {dimension}")
 
 
-def check_model() -> Check:
-    from kernelsage.models.factory import model_name
+DOCTOR_MODEL_TIMEOUT = 15.0  # seconds doctor waits for the model (KERNELSAGE_MODEL_TIMEOUT when shorter)
+DOCTOR_MODEL_PROMPT = "Reply with the single word: ok"
+
+
+def check_model(*, offline: bool = False) -> Check:
+    """The chat model answers one tiny request (one try, a short timeout), unless `offline`."""
+    import time
+
+    from langchain_core.messages import HumanMessage
+
+    from kernelsage.errors import ModelError
+    from kernelsage.models.factory import make_chat_model, model_name
+    from kernelsage.models.limits import ModelLimits
+    from kernelsage.models.retry import invoke_with_retry
     from kernelsage.models.spec import model_from_spec
 
     spec = os.environ.get("KERNELSAGE_MODEL")
@@ -87,28 +99,70 @@ def check_model() -> Check:
         return Check("chat model", "warn", "KERNELSAGE_MODEL is not set",
                      "set KERNELSAGE_MODEL=openai:<model> with KERNELSAGE_MODEL_API_KEY (and KERNELSAGE_MODEL_BASE_URL "
                      "for GLM, DeepSeek, Qwen or vLLM endpoints); `kernelsage demo` needs none")
-    model = model_from_spec(spec)
-    return Check("chat model", "ok", f"{model_name(model)} configured (not called: doctor sends no requests)")
+    if spec.startswith("replay:"):
+        return Check("chat model", "ok", f"{model_name(model_from_spec(spec))}: replays a recording (no endpoint)")
+    timeout = min(DOCTOR_MODEL_TIMEOUT, ModelLimits.from_env().timeout)
+    model = make_chat_model(spec, timeout=timeout, max_tokens=16)
+    if offline:
+        return Check("chat model", "ok", f"{model_name(model)} configured; not called (--offline)")
+    started = time.perf_counter()
+    try:
+        invoke_with_retry(model, [HumanMessage(DOCTOR_MODEL_PROMPT)], attempts=1, deadline=timeout)
+    except ModelError as exc:
+        return Check("chat model", "fail", f"{model_name(model)}: {' '.join(str(exc).split())}",
+                     "start the server or fix KERNELSAGE_MODEL, KERNELSAGE_MODEL_BASE_URL and KERNELSAGE_MODEL_API_KEY; "
+                     "`kernelsage doctor --offline` skips this call")
+    return Check("chat model", "ok", f"{model_name(model)} answered in {time.perf_counter() - started:.2f} s")
 
 
-def check_npu() -> Check:
-    # torch_npu without the Ascend toolkit can exit the process on import: probe it in a child.
-    probe = subprocess.run([sys.executable, "-c", "import torch_npu"], capture_output=True, text=True, timeout=60)
+def check_ascend() -> Check:
+    """The ascend backend (optional): CANN, torch_npu and the NPUs, each with its reason and fix."""
+    from kernelsage.tools.ascend.devices import list_npus
+    from kernelsage.tools.ascend.toolchain import ToolchainProblem, detect_toolchain
+
+    problems, fixes, found = [], [], []
+    try:
+        toolchain = detect_toolchain()
+        found.append(f"CANN {toolchain.cann_version} at {toolchain.ascend_home} ({toolchain.bisheng_version or 'bisheng'})")
+    except ToolchainProblem as exc:
+        problems.append(f"CANN: {str(exc).split(': install', 1)[0]}")
+        fixes.append("install the CANN toolkit and `source /usr/local/Ascend/ascend-toolkit/set_env.sh`")
+    # torch_npu without CANN fails on import (or exits the process): probe it in a child, with the device
+    # backend autoload off so that a broken torch_npu cannot break `import torch` there either.
+    probe = subprocess.run([sys.executable, "-c", "import torch_npu; print(torch_npu.__version__)"],
+                           capture_output=True, text=True, timeout=120, check=False,
+                           env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
     if probe.returncode == 0:
-        return Check("ascend npu", "ok", "torch_npu imports")
-    return Check("ascend npu", "warn", "torch_npu is not usable here (optional)",
-                 "on an Ascend machine: pip install 'kernelsage[npu]' and source the CANN set_env.sh")
+        found.append(f"torch_npu {probe.stdout.strip()}")
+    else:
+        lines = (probe.stderr.strip() or f"exit code {probe.returncode}").splitlines()
+        missing = "No module named 'torch_npu'" in probe.stderr
+        problems.append("torch_npu: not installed" if missing else f"torch_npu does not import: {lines[-1][:200]}")
+        fixes.append("pip install -e '.[npu]' (torch-npu pinned to this torch)" if missing
+                     else "source the CANN set_env.sh (torch_npu needs its libraries, e.g. libhccl.so)")
+    npus, problem = list_npus()
+    if npus:
+        found.append(f"{len(npus)} NPU(s): " + ", ".join(f"{n.index}:{n.soc} {n.health}" for n in npus))
+    else:
+        problems.append(f"devices: {problem}")
+        fixes.append("install the Ascend driver and firmware (npu-smi info must list the NPUs)")
+    if not problems:
+        return Check("ascend backend", "ok", "; ".join(found))
+    detail = "unavailable (optional): " + "; ".join(problems) + (f" (found: {'; '.join(found)})" if found else "")
+    return Check("ascend backend", "warn", detail, "; ".join(fixes) + "; see docs/ascend.md")
 
 
-CHECKS: tuple[Callable[[], Check], ...] = (check_isolation, check_backend, check_database, check_embeddings, check_model, check_npu)
+CHECKS: tuple[Callable[[], Check], ...] = (check_isolation, check_backend, check_database, check_embeddings, check_model, check_ascend)
 
 
-def doctor(as_json: bool = JsonOption) -> None:
-    """Check the isolation of candidates, the backends, the database, the embeddings and the model endpoint."""
+def doctor(as_json: bool = JsonOption,
+           offline: bool = typer.Option(False, "--offline", help="Do not call the model endpoint.")) -> None:
+    """Check the isolation of candidates, the backends, the database, the embeddings and the model endpoint
+    (one tiny request, unless --offline)."""
     results = []
     for run_check in CHECKS:
         try:
-            results.append(run_check())
+            results.append(check_model(offline=offline) if run_check is check_model else run_check())
         except Exception as exc:  # a doctor reports every failure instead of stopping at the first
             name = run_check.__name__.removeprefix("check_").replace("_", " ")
             results.append(Check(name, "fail", " ".join(str(exc).split())[:300], "see the detail"))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
-from rich.table import Table
 
-from kernelsage.cli.common import JsonOption, console, print_json
+from kernelsage.cli.common import JsonOption, console, new_table, print_json, say
+from kernelsage.cli.task_options import MemoryLimitOption, ShapeBudgetOption, TimeLimitOption, backend_options
 from kernelsage.errors import ConfigurationError
 
 
@@ -37,6 +38,9 @@ def evaluate(
     suite_format: str = typer.Option("auto", "--format"),
     backend_name: str = typer.Option("cpu", "--backend"),
     output: Path | None = typer.Option(None, "--output", "-o", help="Also write the records to this JSONL file."),
+    shape_budget: str | None = ShapeBudgetOption,
+    memory_limit: int | None = MemoryLimitOption,
+    time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Compile, verify and profile every kernel; print the metrics (ER, CR, speedups, fast_p)."""
@@ -48,9 +52,9 @@ def evaluate(
     from kernelsage.tools.evaluator import evaluate_candidate
     from kernelsage.tools.results import content_hash
 
-    report = load_suite(suite, suite_format)
+    report = load_suite(suite, suite_format, shape_budget=shape_budget)
     records: list[EpisodeRecord] = []
-    with get_backend(backend_name) as backend:
+    with get_backend(backend_name, **backend_options(memory_limit, time_limit)) as backend:
         for position, (task_id, files) in enumerate(kernel_files(kernels, backend.candidate_files).items()):
             task = find_task(report, task_id)
             evaluation = evaluate_candidate(backend, task, files)
@@ -64,14 +68,59 @@ def evaluate(
     if output is not None:
         output.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
     summary = summarize(records)
+    speedups = {r.task_id: _median_speedup(r) for r in records}
     if as_json:
-        print_json({"kernels": [{"task_id": r.task_id, "solved": r.solved, "speedup": r.speedup,
-                                 "status": r.attempts[0].status} for r in records], "summary": summary.to_dict()})
+        print_json({"kernels": [{"task_id": r.task_id, "level": r.level, "solved": r.solved,
+                                 "status": r.attempts[0].status, "speedup": r.speedup,
+                                 "speedup_median": speedups[r.task_id].to_dict() if speedups[r.task_id] else None}
+                                for r in records],
+                    "speedup_median": _overall(speedups).to_dict(), "summary": summary.to_dict()})
         return
-    table = Table(title=f"{len(records)} kernels from {kernels}")
-    for column in ("task", "level", "status", "speedup"):
-        table.add_column(column)
+    _print_human(kernels, records, speedups, summary)
+
+
+def _median_speedup(record: Any) -> Any:
+    """T_reference / T_kernel from the medians of the two timings, with the interval the medians' intervals
+    allow; None when the kernel was not correct or not timed."""
+    from kernelsage.evals.metrics import median_speedup, time_spread
+
+    profile = record.attempts[0].evaluation.profile if record.attempts[0].evaluation else None
+    if not record.solved or profile is None:
+        return None
+    reference, candidate = time_spread(profile.reference), time_spread(profile.candidate)
+    return median_speedup(reference, candidate) if reference and candidate else None
+
+
+def _overall(speedups: dict[str, Any]) -> Any:
+    from kernelsage.evals.metrics import ratio_median
+
+    return ratio_median([s.median for s in speedups.values() if s is not None])
+
+
+def _print_human(kernels: Path, records: list[Any], speedups: dict[str, Any], summary: Any) -> None:
+    """One row per kernel, then the metrics in words."""
+    from kernelsage.evals.report import format_seconds, interval_words, speedup_words
+
+    table = new_table(f"{len(records)} kernels from {kernels} (speedup: PyTorch's median time / the kernel's)")
+    table.add_column("task", no_wrap=True)
+    table.add_column("level", no_wrap=True, justify="right")
+    table.add_column("status", no_wrap=True)
+    table.add_column("kernel time", no_wrap=True, justify="right")
+    table.add_column("against PyTorch (median, ~95% interval)", ratio=1)
     for r in records:
-        table.add_row(r.task_id, str(r.level), r.attempts[0].status, f"{r.speedup:.2f}x" if r.speedup else "-")
+        speedup = speedups[r.task_id]
+        profile = r.attempts[0].evaluation.profile if r.attempts[0].evaluation else None
+        median = profile.candidate.median if profile and profile.candidate and r.solved else None
+        table.add_row(r.task_id, "-" if r.level is None else str(r.level), r.attempts[0].status,
+                      format_seconds(median) if median else "-",
+                      interval_words(speedup, "PyTorch") if speedup else "not timed (not correct)")
     console.print(table)
-    console.print(str(summary), highlight=False)
+    overall = summary.overall
+    median = _overall(speedups)
+    say(f"correct (ER, execution rate): {overall.er.n} of {overall.er.total} kernels; compiled (CR): "
+        f"{overall.cr.n} of {overall.cr.total}")
+    say(f"faster than PyTorch beyond the measured noise (Fast1.0): {overall.fast1.n} of {overall.fast1.total} "
+        "correct kernels")
+    if median.value is not None:
+        spread = f", from {median.low:.2f}x to {median.high:.2f}x" if median.n > 1 else ""
+        say(f"median over correct kernels: {speedup_words(median.value, 'PyTorch')} (n={median.n}{spread})")

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.table import Table
 
-from kernelsage.cli.common import JsonOption, console, print_json
-from kernelsage.errors import ConfigurationError
+from kernelsage.cli.common import JsonOption, console, err_console, new_table, print_json, say
+from kernelsage.cli.task_options import MemoryLimitOption, ShapeBudgetOption, TimeLimitOption, export_settings
+from kernelsage.errors import CassetteMissError, ConfigurationError
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
 RunDirOption = typer.Option(None, "--run-dir", help="Where records and reports go (default: runs/<run id>).")
 ParamOption = typer.Option(
     [], "--param", "-p", envvar="KERNELSAGE_PARAMS",
     help="A memory hyperparameter NAME=VALUE, repeatable (delta, beta, gamma, eta_min, K_ado, K_op, B, mu, T, "
-         "pool_size, top_k, ef_search, value_alpha, value_lambda, value_epsilon); recorded with each episode.",
+         "pool_size, top_k, probes, value_alpha, value_lambda, value_epsilon); recorded with each episode.",
 )
 
 
@@ -37,19 +40,82 @@ def _experiment(*, policies: list[str], model: str, suite: str, suite_format: st
                       params=overrides)
 
 
+def _execute(experiment: Any, command: str) -> dict[str, list[Any]]:
+    """Run the experiment; Ctrl-C says how to resume, and a replay that misses says what a recording replays."""
+    from kernelsage.evals.experiment import run_experiment
+
+    try:
+        return run_experiment(experiment, console=err_console)
+    except KeyboardInterrupt:
+        say(f"\ninterrupted: finished episodes are kept in {experiment.run_dir}; resume with "
+            f"`kernelsage {command} --run-id {experiment.run_id}` and the same options", to=err_console)
+        raise typer.Exit(130) from None
+    except CassetteMissError as exc:
+        if not experiment.model.startswith("replay:"):
+            raise
+        raise CassetteMissError(
+            f"{exc}. A recording replays only the stream it was recorded on: the same operators in the same "
+            "order, policy, --budget, --top-k and starting memory (the demo's recording: policy sage, --budget 3, "
+            "--top-k 64, a fresh memory and the order in runs/demo/order.txt; `kernelsage demo` runs it)"
+        ) from exc
+
+
+def _summary_table(summaries: dict[str, Any]) -> Table:
+    """One row per policy, every metric in words a reader need not look up."""
+    from kernelsage.evals.report import speedup_words
+
+    table = new_table("results (ER = execution rate: operators with a correct kernel)")
+    table.add_column("policy", no_wrap=True)
+    for column in ("solved (ER)", "compiled (CR)", "beat PyTorch", "median best kernel"):
+        table.add_column(column, ratio=1 if column == "median best kernel" else None)
+    for policy, summary in summaries.items():
+        overall = summary.overall
+        median = overall.speedup_median
+        spread = f" (n={median.n}, {median.low:.2f}x to {median.high:.2f}x)" if median.n > 1 else ""
+        table.add_row(policy, f"{overall.er.n} of {overall.er.total}", f"{overall.cr.n} of {overall.cr.total}",
+                      f"{overall.fast1.n} of {overall.fast1.total} solved",
+                      speedup_words(median.value) + spread)
+    return table
+
+
+def _operators_table(policy: str, records: list[Any]) -> Table:
+    from kernelsage.evals.metrics import deduplicate
+    from kernelsage.evals.report import speedup_words
+
+    table = new_table(f"operators ({policy})")
+    table.add_column("operator", no_wrap=True)
+    table.add_column("rounds", ratio=1)
+    table.add_column("best kernel", ratio=1)
+    for record in deduplicate(records):
+        rounds = ", ".join(a.status for a in record.attempts) or "-"
+        table.add_row(record.task_id, rounds, speedup_words(record.speedup) if record.solved else "not solved")
+    return table
+
+
 def _finish(experiment, results, as_json: bool) -> None:
     from kernelsage.evals.metrics import summarize
+    from kernelsage.evals.records import read_run_metadata
     from kernelsage.evals.report import write_report
 
     by_policy = results
-    paths = write_report(by_policy, experiment.run_dir / "report", title=f"kernelsage run {experiment.run_id}")
-    summaries = {p: summarize(records).to_dict() for p, records in by_policy.items()}
+    metadata = read_run_metadata(experiment.run_dir)
+    paths = write_report(by_policy, experiment.run_dir / "report", title=f"kernelsage run {experiment.run_id}",
+                         notes=metadata.notes if metadata else (),
+                         hot_rules=metadata.hot_rules if metadata else None)
+    summaries = {p: summarize(records) for p, records in by_policy.items()}
+    namespaces = {p: experiment.policy_namespace(p) for p in by_policy}
     if as_json:
-        print_json({"run_id": experiment.run_id, "run_dir": str(experiment.run_dir), "summary": summaries,
-                    "report": str(paths.html)})
+        print_json({"run_id": experiment.run_id, "run_dir": str(experiment.run_dir),
+                    "summary": {p: s.to_dict() for p, s in summaries.items()}, "namespaces": namespaces,
+                    "report": str(paths.html.resolve()), "markdown": str(paths.markdown.resolve())})
         return
-    console.print(paths.markdown.read_text(encoding="utf-8"), markup=False, highlight=False)
-    console.print(f"\nreport: {paths.html}\nrecords: {experiment.run_dir}/<policy>.jsonl")
+    for policy, records in by_policy.items():
+        console.print(_operators_table(policy, records))
+    console.print(_summary_table(summaries))
+    say(f"report: {paths.html}\nrecords: {experiment.run_dir}/<policy>.jsonl")
+    say(f"memory: learned in {', '.join(namespaces.values())}")
+    say(f"inspect it: kernelsage memory stats --run {experiment.run_id}"
+        + (" --policy POLICY" if len(namespaces) > 1 else ""))
 
 
 def run(
@@ -70,16 +136,18 @@ def run(
     frozen_memory: Path | None = typer.Option(None, help="Transfer mode: an exported memory, read-only."),
     top_k: int | None = typer.Option(None, min=1, help="Cold items shown per round."),
     param: list[str] = ParamOption,
+    shape_budget: str | None = ShapeBudgetOption,
+    memory_limit: int | None = MemoryLimitOption,
+    time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run a task stream: one episode per operator, the memory learning as it goes."""
-    from kernelsage.evals.experiment import run_experiment
-
+    export_settings(shape_budget, memory_limit, time_limit)
     experiment = _experiment(policies=[policy], model=model, suite=suite, suite_format=suite_format, order=order,
                              seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
                              run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
                              params=param)
-    _finish(experiment, run_experiment(experiment), as_json)
+    _finish(experiment, _execute(experiment, "run"), as_json)
 
 
 def compare(
@@ -99,11 +167,13 @@ def compare(
     frozen_memory: Path | None = typer.Option(None, help="Transfer mode for every policy (read-only)."),
     top_k: int | None = typer.Option(None, min=1),
     param: list[str] = ParamOption,
+    shape_budget: str | None = ShapeBudgetOption,
+    memory_limit: int | None = MemoryLimitOption,
+    time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run several memory policies on the same stream, model, backend and budget; one table."""
-    from kernelsage.evals.experiment import run_experiment
-
+    export_settings(shape_budget, memory_limit, time_limit)
     chosen = [p.strip() for p in policies.split(",") if p.strip()]
     if len(chosen) < 1:
         raise ConfigurationError("--policies needs at least one policy")
@@ -111,7 +181,7 @@ def compare(
                              seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
                              run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
                              params=param)
-    _finish(experiment, run_experiment(experiment), as_json)
+    _finish(experiment, _execute(experiment, "compare"), as_json)
 
 
 def report(
@@ -120,16 +190,19 @@ def report(
 ) -> None:
     """Write the Markdown and HTML reports of a finished (or interrupted) run."""
     from kernelsage.evals.metrics import summarize
-    from kernelsage.evals.records import read_records
+    from kernelsage.evals.records import read_records, read_run_metadata
     from kernelsage.evals.report import write_report
 
     files = sorted(run_dir.glob("*.jsonl"))
     if not files:
         raise ConfigurationError(f"{run_dir}: no <policy>.jsonl record files")
     by_policy = {f.stem: read_records(f) for f in files}
-    paths = write_report(by_policy, run_dir / "report", title=f"kernelsage run {run_dir.name}")
+    metadata = read_run_metadata(run_dir)  # the run's notes (e.g. the demo's) and its hot rules
+    paths = write_report(by_policy, run_dir / "report", title=f"kernelsage run {run_dir.name}",
+                         notes=metadata.notes if metadata else (),
+                         hot_rules=metadata.hot_rules if metadata else None)
     if as_json:
-        print_json({"report": str(paths.html), "markdown": str(paths.markdown),
+        print_json({"report": str(paths.html.resolve()), "markdown": str(paths.markdown.resolve()),
                     "summary": {p: summarize(r).to_dict() for p, r in by_policy.items()}})
     else:
-        console.print(f"report: {paths.html}\nmarkdown: {paths.markdown}")
+        say(f"report: {paths.html}\nmarkdown: {paths.markdown}")

@@ -1,4 +1,5 @@
-"""`kernelsage tasks list` and `kernelsage check`: browse task suites and check one candidate kernel."""
+"""`kernelsage tasks list|show` and `kernelsage check`: browse task suites, see a task's kernel interface,
+check one candidate kernel."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from kernelsage.cli.common import JsonOption, console, err_console, print_json
+from kernelsage.cli.task_options import MemoryLimitOption, ShapeBudgetOption, TimeLimitOption, backend_options
 from kernelsage.errors import ConfigurationError
 
 tasks_app = typer.Typer(help="Browse task suites (built-in, KernelBench, NPUKernelBench).", no_args_is_help=True)
 
 SuiteOption = typer.Option("builtin", "--suite", "-s", help="'builtin' or a path to a suite file or directory.")
-FormatOption = typer.Option("auto", "--format", "-f", help="auto | suite | kernelbench | npukernelbench.")
+FormatOption = typer.Option("auto", "--format", "-f",
+                            help="auto | suite | kernelbench | multikernelbench | npukernelbench.")
 
 
 @tasks_app.command("list")
@@ -23,12 +26,13 @@ def list_tasks(
     suite: str = SuiteOption,
     format: str = FormatOption,
     level: int | None = typer.Option(None, "--level", "-l", help="Only tasks of this level."),
+    shape_budget: str | None = ShapeBudgetOption,
     as_json: bool = JsonOption,
 ) -> None:
     """List the tasks of a suite (task files that fail to load are reported and skipped)."""
     from kernelsage.tasks.loaders import load_suite
 
-    report = load_suite(suite, format)
+    report = load_suite(suite, format, shape_budget=shape_budget)
     tasks = [task for task in report.tasks if level is None or task.level == level]
     if as_json:
         print_json({"tasks": [task.summary() for task in tasks],
@@ -46,6 +50,44 @@ def list_tasks(
         err_console.print(f"[yellow]skipped:[/] {escape(problem.message)}", highlight=False)
 
 
+@tasks_app.command("show")
+def show_task(
+    task_id: str = typer.Argument(..., help="Task id (see `kernelsage tasks list`)."),
+    suite: str = SuiteOption,
+    format: str = FormatOption,
+    shape_budget: str | None = ShapeBudgetOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """The kernel's interface: for every case, the inputs in order with dtypes and shapes, the attributes and
+    the outputs, worked out on the meta device without allocating the tensors."""
+    from kernelsage.tasks.interface import case_interface
+    from kernelsage.tasks.loaders import find_task, load_suite
+    from kernelsage.tasks.scaling import format_bytes
+
+    task = find_task(load_suite(suite, format, shape_budget=shape_budget), task_id)
+    interfaces = [case_interface(task, case) for case in task.cases]
+    scaling = task.origin.scaling if task.origin else None
+    if as_json:
+        print_json({**task.summary(), "perf_case": task.perf_case.name,
+                    "cases": [{**interface.to_dict(), "params": dict(case.params), "dtype": case.dtype}
+                              for case, interface in zip(task.cases, interfaces, strict=True)],
+                    "scaling": scaling.to_dict() if scaling else None})
+        return
+    console.print(f"[bold]{escape(task.id)}[/] (level {task.level}, {escape(task.category)}; "
+                  f"{len(task.cases)} cases, performance case {escape(task.perf_case.name)})", highlight=False)
+    if task.origin:
+        console.print(f"source: {escape(task.origin.path)}", highlight=False, soft_wrap=True)
+    for case, interface in zip(task.cases, interfaces, strict=True):
+        params = ", ".join(f"{name}={value!r}" for name, value in case.params.items())
+        console.print(escape(interface.describe() + (f"\n  params: {params}" if params else "")), highlight=False,
+                      soft_wrap=True)
+    if scaling is not None:
+        console.print(f"scaled to {format_bytes(scaling.budget)} per case: "
+                      + "; ".join(c.describe() for c in scaling.cases)
+                      + (f"; left out: {', '.join(scaling.dropped)}" if scaling.dropped else ""), highlight=False,
+                      soft_wrap=True)
+
+
 UnsafeOption = typer.Option(
     False, "--unsafe-no-isolation",
     help="DANGEROUS: compile and run the candidate even where bubblewrap isolation is unavailable; it can then "
@@ -59,6 +101,9 @@ def check(
     suite: str = SuiteOption,
     format: str = FormatOption,
     unsafe_no_isolation: bool = UnsafeOption,
+    shape_budget: str | None = ShapeBudgetOption,
+    memory_limit: int | None = MemoryLimitOption,
+    time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Compile, verify and (when correct) profile one candidate, exactly as `eval` and the agent do; exit code 0
@@ -69,10 +114,10 @@ def check(
 
     if not source.is_file():
         raise ConfigurationError(f"{source}: no such source file")
-    task = find_task(load_suite(suite, format), task_id)
+    task = find_task(load_suite(suite, format, shape_budget=shape_budget), task_id)
     # The compiler needs a C++ suffix; any other file name is presented to it as kernel.cpp.
     name = source.name if source.suffix in (".cpp", ".cc", ".cxx") else "kernel.cpp"
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = backend_options(memory_limit, time_limit)
     if unsafe_no_isolation:
         err_console.print("[bold red]WARNING: --unsafe-no-isolation: where bubblewrap is unavailable the "
                           "candidate is compiled and run WITHOUT ISOLATION, with your user's access to files, "

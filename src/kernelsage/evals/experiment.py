@@ -15,10 +15,24 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelsage.errors import ConfigurationError
-from kernelsage.evals.records import EpisodeRecord
-from kernelsage.evals.stream import StreamSettings, checkpointed, order_tasks, run_stream
+from kernelsage.evals.records import (
+    EpisodeRecord,
+    HotRule,
+    RunMetadata,
+    read_run_metadata,
+    write_run_metadata,
+)
+from kernelsage.evals.stream import (
+    StreamSettings,
+    UnloadableTask,
+    checkpointed,
+    order_tasks,
+    run_stream,
+    stream_entries,
+)
 from kernelsage.graph.builder import build_graph
 from kernelsage.graph.context import Context
+from kernelsage.memory_backend.namespaces import run_namespace
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 from kernelsage.memory_backend.policies import POLICIES
 from kernelsage.memory_backend.store import MemoryStore
@@ -43,6 +57,8 @@ class Experiment:
     top_k: int | None = None
     frozen_memory: Path | None = None  # transfer mode: an exported memory, read-only for the whole run
     params: dict[str, Any] = field(default_factory=dict)  # memory hyperparameters (SageParams overrides)
+    database: Path | None = None  # an embedded database kept in this directory (default: DATABASE_URL or per user)
+    notes: list[str] = field(default_factory=list)  # said at the top of every report of the run
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.policies if p not in POLICIES]
@@ -50,41 +66,79 @@ class Experiment:
             raise ConfigurationError(f"unknown memory policies {unknown}; choose from {', '.join(POLICIES)}")
         if self.budget < 1:
             raise ConfigurationError(f"budget must be at least 1 round, got {self.budget}")
+        if self.frozen_memory is not None and not Path(self.frozen_memory).is_file():
+            raise ConfigurationError(f"--frozen-memory {self.frozen_memory}: no such file (an export written by "
+                                     "`kernelsage memory export`)")
 
     def policy_namespace(self, policy: str) -> str:
-        return f"{self.namespace}@{self.run_id}/{policy}"
+        """The namespace this run's policy learns in: a copy of the starting memory."""
+        return run_namespace(self.namespace, self.run_id, policy)
 
     def records_path(self, policy: str) -> Path:
         return self.run_dir / f"{policy}.jsonl"
 
 
-def stream_tasks(experiment: Experiment, report: LoadReport) -> list[Task]:
-    """The experiment's stream from a loaded suite; tasks that failed to load are reported, then skipped."""
+def stream_tasks(experiment: Experiment, report: LoadReport) -> list[Task | UnloadableTask]:
+    """The experiment's stream from a loaded suite: a task that failed to load keeps its place and becomes a
+    `harness_error` episode; a problem with no task id (a stray file) is reported and skipped."""
     for problem in report.problems:
-        Console(stderr=True).print(f"[yellow]skipped[/] {problem}", highlight=False)
-    tasks = order_tasks(report.tasks, experiment.order, seed=experiment.seed)
+        if not problem.task_id:
+            Console(stderr=True).print(f"[yellow]skipped[/] {problem}", highlight=False)
+    tasks = order_tasks(stream_entries(report), experiment.order, seed=experiment.seed)
     return tasks[: experiment.limit] if experiment.limit else tasks
 
 
 def prepare_memories(store: MemoryStore, experiment: Experiment, embeddings: Any, backend: str) -> None:
-    """Give every policy an identical copy of the starting memory (created from the knowledge pack,
-    or imported from the frozen file, when it does not exist yet). Existing copies are kept (resume)."""
+    """Give every policy an identical copy of the starting memory: the frozen file when one is given
+    (always that file, whatever the database holds), else the starting namespace (created from the
+    knowledge pack when it does not exist yet). Existing copies are kept (resume)."""
     from kernelsage.knowledge import has_builtin_pack, seed_knowledge
     from kernelsage.memory_backend.transfer import export_jsonl, import_jsonl
 
+    missing = [p for p in experiment.policies if store.namespace_info(experiment.policy_namespace(p)) is None]
+    if not missing:
+        return
     if experiment.frozen_memory is not None:
-        if store.namespace_info(experiment.namespace) is None:
-            import_jsonl(store, experiment.frozen_memory, experiment.namespace)
-    elif store.namespace_info(experiment.namespace) is None:
+        for policy in missing:
+            import_jsonl(store, experiment.frozen_memory, experiment.policy_namespace(policy))
+        return
+    if store.namespace_info(experiment.namespace) is None:
         start = store.open(experiment.namespace, embeddings=embeddings)
         if has_builtin_pack(backend):
             seed_knowledge(start, backend=backend)
     with tempfile.TemporaryDirectory(prefix="kernelsage-start-") as tmp:
         snapshot = Path(tmp) / "start.jsonl"
         export_jsonl(store, experiment.namespace, snapshot)
-        for policy in experiment.policies:
-            if store.namespace_info(experiment.policy_namespace(policy)) is None:
-                import_jsonl(store, snapshot, experiment.policy_namespace(policy))
+        for policy in missing:
+            import_jsonl(store, snapshot, experiment.policy_namespace(policy))
+
+
+def hot_rules(store: MemoryStore, experiment: Experiment) -> dict[str, list[HotRule]]:
+    """Each policy's resident rules now, with their provenance (policies without hot memory: none)."""
+    rules: dict[str, list[HotRule]] = {}
+    for policy in experiment.policies:
+        if store.namespace_info(experiment.policy_namespace(policy)) is None:
+            continue
+        memory = store.open(experiment.policy_namespace(policy), read_only=True, policy=policy)
+        rules[policy] = [HotRule(id=r.id, text=r.resident_text, source_text=r.text, kind=r.kind,
+                                 operator=r.operator, source_episode=r.source_episode,
+                                 adopting_ops=sorted(r.adopting_ops), n_ado=r.n_ado, utility=r.utility,
+                                 tokens=r.resident_tokens) for r in memory.hot_rules()]
+    return rules
+
+
+def _metadata(experiment: Experiment, model: str, url: str) -> RunMetadata:
+    from kernelsage.memory_backend.database import redact
+
+    earlier = read_run_metadata(experiment.run_dir)
+    notes = list(dict.fromkeys([*(earlier.notes if earlier else []), *experiment.notes]))
+    return RunMetadata(
+        run_id=experiment.run_id, model=model, replayed=model.startswith("replay:"), policies=experiment.policies,
+        namespaces={p: experiment.policy_namespace(p) for p in experiment.policies},
+        database=str(experiment.database) if experiment.database is not None else redact(url),
+        frozen_memory=str(experiment.frozen_memory) if experiment.frozen_memory else None, notes=notes,
+        hot_rules=earlier.hot_rules if earlier else {},
+    )
 
 
 def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None, console: Console | None = None,
@@ -106,9 +160,15 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
     if not tasks:
         raise ConfigurationError(f"the stream is empty: suite {experiment.suite!r}, order {experiment.order!r}")
     chat_model = model or model_from_spec(experiment.model)
+    if url is None and experiment.database is not None:
+        from kernelsage.memory_backend.embedded import embedded_database_url
+
+        url = embedded_database_url(experiment.database)
     url = url or database_url()
     embeddings = make_embeddings()
     results: dict[str, list[EpisodeRecord]] = {}
+    metadata = _metadata(experiment, model_name(chat_model), url)
+    write_run_metadata(experiment.run_dir, metadata)
     with MemoryStore.connect(url) as store, get_backend(experiment.backend) as backend:
         prepare_memories(store, experiment, embeddings, backend.name)
         builder = build_graph(models=chat_model, backend=backend, tasks=partial(find_task, suite),
@@ -128,13 +188,13 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
                 def show(task: Task, position: int, state: dict[str, Any], bar: int = bar,
                          solved: list[int] = solved) -> None:
                     progress.update(bar, detail=f"{task.id} round {state.get('round', 0)}/{experiment.budget} "
-                                                f"{state.get('stage', 'draft')} | ER {solved[0]}/{solved[1]}")
+                                                f"{state.get('stage', 'draft')} | solved {solved[0]}/{solved[1]}")
 
                 def recorded(record: EpisodeRecord, bar: int = bar, solved: list[int] = solved,
                              policy: str = policy) -> None:
                     solved[0] += int(record.solved)
                     solved[1] += 1
-                    progress.update(bar, advance=1, detail=f"ER {solved[0]}/{solved[1]}")
+                    progress.update(bar, advance=1, detail=f"solved {solved[0]}/{solved[1]}")
                     if on_record:
                         on_record(policy, record)
 
@@ -144,6 +204,7 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
                     memory=(lambda m=memory_handle, p=policy: m() if p != "none" else None),
                     on_state=show, on_record=recorded,
                 )
+        write_run_metadata(experiment.run_dir, metadata.model_copy(update={"hot_rules": hot_rules(store, experiment)}))
     return results
 
 

@@ -12,6 +12,9 @@ Conventions shared by every function here:
 - Fast1.0 keeps every solved operator in its denominator: one without a measured speedup cannot be
   shown to beat the reference. "Beats" is strict (a speedup of exactly 1.0 does not).
 - Records without a level count in the overall figures only.
+- Medians of ratios (speedups) are taken on a log scale: with an even count the median is the geometric
+  mean of the middle two values (any value between them is a median; this one treats "2x faster" and
+  "2x slower" alike, so the median of x and 1/x is 1). Every median keeps the range it summarises.
 """
 
 from __future__ import annotations
@@ -50,20 +53,37 @@ class Ratio:
 
 @dataclass(frozen=True)
 class SampleStat:
-    """A statistic (median, mean, ...) of n values; None when there were none."""
+    """A statistic (median, mean, ...) of n values, with the smallest and largest of them; None when
+    there were none."""
 
     value: float | None
     n: int
+    low: float | None = field(default=None, compare=False)
+    high: float | None = field(default=None, compare=False)
 
     def format(self, suffix: str = "", digits: int = 2) -> str:
         shown = "n/a" if self.value is None else f"{self.value:.{digits}f}{suffix}"
+        if self.n > 1 and self.low is not None and self.high is not None and self.low != self.high:
+            return f"{shown} (n={self.n}, {self.low:.{digits}f}{suffix} to {self.high:.{digits}f}{suffix})"
         return f"{shown} (n={self.n})"
 
     def __str__(self) -> str:
         return self.format()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "n": self.n}
+        return {"value": self.value, "n": self.n, "min": self.low, "max": self.high}
+
+
+@dataclass(frozen=True)
+class TimeSpread:
+    """A latency as its median with the ~95% interval of that median (seconds per run)."""
+
+    median: float
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"median": self.median, "low": self.low, "high": self.high}
 
 
 @dataclass(frozen=True)
@@ -171,8 +191,8 @@ def metrics_of(records: Sequence[EpisodeRecord], fast_p: Sequence[float] = DEFAU
         cr=Ratio(sum(r.compiled for r in records), sum(r.candidates for r in records)),
         acc=Ratio(sum(r.correct_candidates for r in records), sum(r.candidates for r in records)),
         fast1=Ratio(sum(s > 1.0 for s in speedups), len(solved)),
-        s_self_median=_median(self_speedups),
-        speedup_median=_median(speedups),
+        s_self_median=ratio_median(self_speedups),
+        speedup_median=ratio_median(speedups),
         speedup_geomean=_geomean(speedups),
         fast_p={p: Ratio(sum(s > p for s in speedups), len(records)) for p in fast_p},
         mean_first_correct_round=_mean(first_rounds),
@@ -238,12 +258,24 @@ def _is_positive(value: float | None) -> bool:
     return value is not None and math.isfinite(value) and value > 0
 
 
-def _median(values: Sequence[float]) -> SampleStat:
-    return SampleStat(statistics.median(values) if values else None, len(values))
+def ratio_median(values: Sequence[float]) -> SampleStat:
+    """The median of positive ratios on a log scale (see the module's conventions), with their range."""
+    if not values:
+        return SampleStat(None, 0)
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        median = ordered[middle]
+    else:  # the geometric mean of the middle two, clamped against rounding
+        low, high = ordered[middle - 1], ordered[middle]
+        median = min(high, max(low, math.sqrt(low * high)))
+    return SampleStat(median, len(ordered), ordered[0], ordered[-1])
 
 
 def _mean(values: Sequence[float]) -> SampleStat:
-    return SampleStat(statistics.fmean(values) if values else None, len(values))
+    if not values:
+        return SampleStat(None, 0)
+    return SampleStat(statistics.fmean(values), len(values), min(values), max(values))
 
 
 def _geomean(values: Sequence[float]) -> SampleStat:
@@ -252,7 +284,36 @@ def _geomean(values: Sequence[float]) -> SampleStat:
         return SampleStat(None, 0)
     geomean = math.exp(statistics.fmean(math.log(v) for v in values))
     # Rounding in exp/log may step just outside [min, max], which no mean can.
-    return SampleStat(min(max(values), max(min(values), geomean)), len(values))
+    return SampleStat(min(max(values), max(min(values), geomean)), len(values), min(values), max(values))
+
+
+def time_spread(timing: Any) -> TimeSpread | None:
+    """A `Timing`'s median with the interval of that median; None when it was not measured."""
+    if timing is None or not _is_positive(timing.median):
+        return None
+    low = timing.ci_low if _is_positive(timing.ci_low) else timing.median
+    high = timing.ci_high if _is_positive(timing.ci_high) else timing.median
+    return TimeSpread(timing.median, min(low, timing.median), max(high, timing.median))
+
+
+def median_speedup(reference: TimeSpread, candidate: TimeSpread) -> TimeSpread:
+    """T_reference / T_candidate from the two medians, with the widest interval their intervals allow."""
+    return TimeSpread(reference.median / candidate.median, reference.low / candidate.high,
+                      reference.high / candidate.low)
+
+
+def attempt_times(record: EpisodeRecord) -> dict[str, TimeSpread | None]:
+    """The medians (with intervals) behind T_first, T_best and T_reference of a record: the first correct
+    attempt's and the best attempt's profiles (the best is the correct attempt whose mean is T_best)."""
+    correct = [a for a in record.attempts if a.correct and a.evaluation is not None and a.evaluation.profile]
+    first = next((a for a in correct if a.round == record.first_correct_round), correct[0] if correct else None)
+    best = next((a for a in correct if a.latency == record.t_best), first)
+
+    def spread(attempt: Any, which: str) -> TimeSpread | None:
+        return time_spread(getattr(attempt.evaluation.profile, which)) if attempt is not None else None
+
+    return {"first": spread(first, "candidate"), "best": spread(best, "candidate"),
+            "reference": spread(best, "reference")}
 
 
 def p_key(p: float) -> str:

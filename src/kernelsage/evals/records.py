@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -53,6 +54,61 @@ class EpisodeRecord(EpisodeOutcome):
     memory_after: MemorySnapshot | None = None
     seconds: float = 0.0
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+
+
+RUN_METADATA = "run.json"
+
+
+class HotRule(_Record):
+    """A resident hot rule at the end of a run, with where it came from."""
+
+    id: int
+    text: str  # what every prompt shows: the abstracted rule, else the source text
+    source_text: str = ""  # the experience or knowledge it was abstracted from
+    kind: str = ""
+    operator: str | None = None
+    source_episode: str | None = None
+    adopting_ops: list[str] = Field(default_factory=list)
+    n_ado: int = 0
+    utility: float = 0.0
+    tokens: int = 0
+
+
+class RunMetadata(_Record):
+    """What a run directory's records do not say by themselves: how the run was made (kept in run.json,
+    so a report written again later tells the same story)."""
+
+    run_id: str
+    model: str = ""
+    replayed: bool = False  # the model's answers came from a recording, not from a model
+    policies: list[str] = Field(default_factory=list)
+    namespaces: dict[str, str] = Field(default_factory=dict)  # policy -> the namespace it learned in
+    database: str = ""  # where the memory is (a data directory, or a URL without its password)
+    frozen_memory: str | None = None
+    notes: list[str] = Field(default_factory=list)  # shown at the top of every report of the run
+    hot_rules: dict[str, list[HotRule]] = Field(default_factory=dict)  # policy -> hot memory at the end
+
+
+def read_run_metadata(run_dir: Path | str) -> RunMetadata | None:
+    """The run's run.json, or None when there is none (runs written before it existed)."""
+    path = Path(run_dir) / RUN_METADATA
+    if not path.is_file():
+        return None
+    try:
+        return RunMetadata.model_validate_json(path.read_text(encoding="utf-8"))
+    except (ValidationError, OSError) as exc:
+        raise ConfigurationError(f"{path}: unreadable run metadata ({exc}); move it aside to report without it") \
+            from exc
+
+
+def write_run_metadata(run_dir: Path | str, metadata: RunMetadata) -> Path:
+    """Write run.json whole (through a temporary file, so a reader never sees half of it)."""
+    path = Path(run_dir) / RUN_METADATA
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(metadata.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path
 
 
 def read_records(path: Path | str) -> list[EpisodeRecord]:

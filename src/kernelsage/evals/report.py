@@ -8,20 +8,35 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelsage.evals.metrics import ComparisonRow, Metrics, compare, p_key
-from kernelsage.evals.records import EpisodeRecord
+from kernelsage.evals.metrics import (
+    ComparisonRow,
+    Metrics,
+    TimeSpread,
+    attempt_times,
+    compare,
+    deduplicate,
+    p_key,
+)
+from kernelsage.evals.records import EpisodeRecord, HotRule
 from kernelsage.evals.report_plots import plot_all
 
 COMPARISON_HEADERS = [
-    "Policy", "Operators", "ER", "CR", "Acc", "Fast1.0", "S_self median", "Speedup median", "Speedup geomean",
-    "fast_1.0",
+    "Policy", "Operators", "ER (solved)", "CR (compiled)", "Acc (correct)", "Fast1.0 (beat PyTorch)",
+    "S_self median", "Speedup median", "Speedup geomean", "fast_1.0",
 ]
+OPERATOR_HEADERS = ["Operator", "Level", "Rounds (status of each)", "T_first", "T_best", "T_ref", "Best kernel"]
 DEFINITIONS = [
-    "ER: operators with at least one correct kernel / operators.",
-    "CR: candidates that compiled / candidates generated. Acc: correct candidates / candidates generated.",
-    "Fast1.0: solved operators whose best kernel beats the reference (speedup > 1) / solved operators.",
-    "S_self: T_first / T_best over solved operators. Speedup: T_reference / T_best over solved operators "
-    "with measured latencies; n is the number of operators behind each statistic.",
+    "ER (execution rate): operators with at least one correct kernel / operators.",
+    "CR (compilation rate): candidates that compiled / candidates generated. Acc: correct candidates / "
+    "candidates generated.",
+    "Fast1.0: solved operators whose best kernel beats the PyTorch reference (speedup > 1) / solved operators.",
+    "S_self: T_first / T_best over solved operators (how much faster the best kernel is than the episode's "
+    "first correct one). Speedup: T_reference / T_best over solved operators with measured latencies, where "
+    "above 1x means faster than the PyTorch reference; 1.00x means the measured noise hides any difference.",
+    "Medians of speedups are taken on a log scale (with an even count, the geometric mean of the middle two); "
+    "n is the number of operators behind a statistic, followed by the smallest and largest value.",
+    "Times (T_first: the first correct kernel, T_best: the best one, T_ref: the PyTorch reference in the best "
+    "kernel's run) are medians per call with the ~95% interval of the median in brackets.",
     "fast_p: correct operators with speedup > p / all operators.",
     "A task run twice in one policy's stream counts once, by its last record.",
     "Rounds by status: every round, by the backend's verdict or by why it produced nothing to evaluate "
@@ -55,6 +70,56 @@ class _Table:
     rows: list[list[str]]
 
 
+@dataclass(frozen=True)
+class _List:
+    heading: str
+    items: list[str]
+    empty: str = "none"
+
+
+def speedup_words(speedup: float | None, reference: str = "the PyTorch reference") -> str:
+    """A speedup (T_reference / T_kernel) in words: "1.15x faster than ...", "2.00x slower than ..."."""
+    if speedup is None or speedup <= 0:
+        return "not measured"
+    if speedup == 1.0:
+        return f"as fast as {reference} (within the measured noise)"
+    if speedup > 1.0:
+        return f"{speedup:.2f}x faster than {reference}"
+    return f"{1 / speedup:.2f}x slower than {reference}"
+
+
+def interval_words(speedup: TimeSpread, reference: str = "the PyTorch reference") -> str:
+    """A median speedup with its interval in words; "about as fast" when the interval holds 1."""
+    bounds = f"(interval {speedup.low:.2f}x to {speedup.high:.2f}x)"
+    if speedup.low <= 1.0 <= speedup.high:
+        return f"about as fast as {reference}: {speedup.median:.2f}x {bounds}"
+    return f"{speedup_words(speedup.median, reference)} {bounds}"
+
+
+def format_seconds(seconds: float) -> str:
+    """A time per call with a unit a reader takes in at a glance."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def format_time(spread: TimeSpread | None) -> str:
+    if spread is None:
+        return "-"
+    return f"{format_seconds(spread.median)} [{format_seconds(spread.low)}, {format_seconds(spread.high)}]"
+
+
+def replay_note(records_by_policy: Mapping[str, Sequence[EpisodeRecord]]) -> str | None:
+    """The banner of a replayed run, derived from its records (each says which model answered)."""
+    models = sorted({r.model for records in records_by_policy.values() for r in records
+                     if r.model.startswith("replay:")})
+    if not models:
+        return None
+    return (f"The model's answers in this run were replayed from a recording ({', '.join(models)}): no model "
+            "was called. Compilation, verification, profiling and the memory updates are real.")
+
+
 def comparison_table(
     rows: Sequence[ComparisonRow], level: int | None = None
 ) -> tuple[list[str], list[list[str]]]:
@@ -73,12 +138,20 @@ def write_report(
     *,
     title: str,
     notes: Sequence[str] = (),
+    hot_rules: Mapping[str, Sequence[HotRule]] | None = None,
 ) -> ReportPaths:
-    """Write report.md, report.html and plots/*.png into `out_dir` (created if needed)."""
+    """Write report.md, report.html and plots/*.png into `out_dir` (created if needed).
+
+    A replayed run (a record's model is `replay:...`) always gets the replay banner; `hot_rules` (the
+    run's run.json) adds each policy's resident rules with their provenance."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = compare(records_by_policy)
-    tables = _tables(rows)
+    tables: list[_Table | _List] = [*_tables(rows), *_operator_tables(records_by_policy)]
+    tables += _hot_rule_lists(records_by_policy, hot_rules)
+    replayed = replay_note(records_by_policy)
+    if replayed and not any("replayed from a recording" in note for note in notes):
+        notes = [replayed, *notes]
     notes = [*notes, *_consistency_notes(rows)]
     plots = plot_all(records_by_policy, out_dir / "plots")
 
@@ -121,6 +194,54 @@ def _tables(rows: Sequence[ComparisonRow]) -> list[_Table]:
     return tables
 
 
+def _operator_tables(records_by_policy: Mapping[str, Sequence[EpisodeRecord]]) -> list[_Table]:
+    """Per policy, one row per operator: every round's status, the times with their spread, the result."""
+    tables = []
+    for policy, records in records_by_policy.items():
+        rows = []
+        for record in deduplicate(records):
+            times = attempt_times(record)
+            rounds = ", ".join(f"r{a.round} {a.status}" for a in record.attempts) or "-"
+            result = speedup_words(record.speedup) if record.solved else "not solved"
+            if record.failure:
+                result += f" (stopped: {record.failure})"
+            recorded = (record.t_first, record.t_best, record.t_reference)
+            cells = [format_time(spread) if spread is not None else
+                     f"{format_seconds(mean)} (mean; no spread recorded)" if mean else "-"
+                     for spread, mean in zip((times["first"], times["best"], times["reference"]), recorded,
+                                             strict=True)]
+            rows.append([record.task_id, "-" if record.level is None else str(record.level), rounds, *cells,
+                         result])
+        tables.append(_Table(f"Operators ({policy})", list(OPERATOR_HEADERS), rows))
+    return tables
+
+
+def _hot_rule_lists(records_by_policy: Mapping[str, Sequence[EpisodeRecord]],
+                    hot_rules: Mapping[str, Sequence[HotRule]] | None) -> list[_List]:
+    if hot_rules is None:
+        return []
+    lists = []
+    for policy in records_by_policy:
+        rules = hot_rules.get(policy, [])
+        lists.append(_List(f"Hot rules at the end of the run ({policy})", [_rule_text(r) for r in rules],
+                           empty="none: no item passed the gate into hot memory"))
+    return lists
+
+
+def _rule_text(rule: HotRule) -> str:
+    """A rule, then where it came from: its source, the episode and operator, who adopted it."""
+    origin = f"from {rule.kind or 'item'} {rule.id}"
+    if rule.source_text and rule.source_text != rule.text:
+        origin += f" (\"{' '.join(rule.source_text.split())}\")"
+    if rule.source_episode:
+        origin += f", written in episode {rule.source_episode}"
+    elif rule.operator:
+        origin += f", from operator {rule.operator}"
+    adopted = f"adopted {rule.n_ado} times on {', '.join(rule.adopting_ops) or 'no operator'}"
+    return (f"{' '.join(rule.text.split())} — {origin}; {adopted}; utility {rule.utility:+.3f}; "
+            f"{rule.tokens} tokens")
+
+
 def _status_table(rows: Sequence[ComparisonRow]) -> _Table:
     """Rounds by status per policy: backend verdicts (ok first) and then the rounds that failed earlier."""
     seen = {status for row in rows for status in row.summary.overall.round_statuses}
@@ -144,12 +265,17 @@ def _consistency_notes(rows: Sequence[ComparisonRow]) -> list[str]:
             + ", ".join(f"{row.policy}: {len(row.task_ids)}" for row in rows) + "."]
 
 
-def _markdown(title: str, notes: Sequence[str], tables: Sequence[_Table],
+def _markdown(title: str, notes: Sequence[str], tables: Sequence[_Table | _List],
               plots: Sequence[tuple[str, Path]], out_dir: Path) -> str:
     lines = [f"# {title}", ""]
     for note in notes:
         lines += [f"> {note}", ""]
     for table in tables:
+        if isinstance(table, _List):
+            lines += [f"## {table.heading}", ""]
+            lines += [f"- {item}" for item in table.items] or [table.empty]
+            lines.append("")
+            continue
         lines += [f"## {table.heading}", "", _md_row(table.headers), _md_row(["---"] * len(table.headers))]
         lines += [_md_row(row) for row in table.rows]
         lines.append("")
@@ -166,7 +292,7 @@ def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
-def _html(title: str, notes: Sequence[str], tables: Sequence[_Table],
+def _html(title: str, notes: Sequence[str], tables: Sequence[_Table | _List],
           plots: Sequence[tuple[str, Path]]) -> str:
     esc = html.escape
     parts = [
@@ -176,6 +302,11 @@ def _html(title: str, notes: Sequence[str], tables: Sequence[_Table],
     ]
     parts += [f'<p class="note">{esc(note)}</p>' for note in notes]
     for table in tables:
+        if isinstance(table, _List):
+            items = [f"<li>{esc(item)}</li>" for item in table.items]
+            parts += [f"<h2>{esc(table.heading)}</h2>",
+                      *(["<ul>", *items, "</ul>"] if items else [f"<p>{esc(table.empty)}</p>"])]
+            continue
         parts += [f"<h2>{esc(table.heading)}</h2>", "<table>",
                   "<tr>" + "".join(f"<th>{esc(cell)}</th>" for cell in table.headers) + "</tr>"]
         parts += ["<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>" for row in table.rows]

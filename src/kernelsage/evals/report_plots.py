@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # reports are written on servers and in CI: never open a window
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -139,15 +140,24 @@ def _plot_utilities(records_by_policy: RecordsByPolicy) -> Figure:
     if not last_utilities:
         _note(ax, "no memory data")
         return figure
-    values = [u for utilities in last_utilities.values() for u in utilities]
-    low, high = min(values), max(values)
-    bins = [low + (high - low) * i / 20 for i in range(21)] if high > low else [low - 0.5, low + 0.5]
-    for policy, utilities in last_utilities.items():
-        label = f"{policy} ({len(utilities)} items)"
-        ax.hist(utilities, bins=bins, histtype="step", linewidth=1.5, label=label)
+    edges = histogram_edges([u for utilities in last_utilities.values() for u in utilities])
+    for index, (policy, utilities) in enumerate(last_utilities.items()):
+        counts, _ = np.histogram(utilities, bins=edges)
+        label = f"{policy} ({len(utilities)} items, range {min(utilities):+.3f} to {max(utilities):+.3f})"
+        ax.stairs(counts, edges, linewidth=1.5, color=f"C{index}", label=label)
     ax.set(xlabel="utility", ylabel="items")
-    ax.legend(loc="best")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(loc="best", fontsize=7)
     return figure
+
+
+def histogram_edges(values: Sequence[float], bins: int = 20) -> np.ndarray:
+    """Equal bins whose outer edges are exactly the smallest and the largest value (numpy counts the last
+    edge in the last bin, so the maximum is never dropped); one unit-wide bin when all values are equal."""
+    low, high = float(min(values)), float(max(values))
+    if high - low <= 1e-9 * max(1.0, abs(low), abs(high)):  # equal up to rounding (e.g. -0.2 and -0.2000...04)
+        return np.array([low - 0.5, low + 0.5])
+    return np.histogram_bin_edges(np.asarray(values, dtype=float), bins=bins, range=(low, high))
 
 
 def _plot_adoption(records_by_policy: RecordsByPolicy) -> Figure:

@@ -7,6 +7,7 @@ unfinished one continues from its last step, and no episode's memory effects hap
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -14,18 +15,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import ValidationError
 
-from kernelsage.errors import ConfigurationError, EpisodeError, ModelError
+from kernelsage.errors import ConfigurationError, EpisodeError, ModelError, TaskLoadError, UnknownTaskError
 from kernelsage.evals.records import EpisodeRecord, TokenUsage
 from kernelsage.graph.context import Context
 from kernelsage.graph.records import MemoryUpdate
 from kernelsage.graph.runner import run_episode
 from kernelsage.graph.state import EpisodeState, attempts, episode_outcome, exposures, memory_update
+from kernelsage.tasks.interface import task_runs
+from kernelsage.tasks.loaders.common import LoadReport
 from kernelsage.tasks.model import Task
 
 if TYPE_CHECKING:
@@ -34,10 +37,12 @@ if TYPE_CHECKING:
     from kernelsage.memory_backend.store import Memory
 
 ORDERS = ("curriculum", "mixed", "level:N", "file:PATH")
+StreamTask = TypeVar("StreamTask", bound="Task | UnloadableTask")
+HARNESS_ERROR = "harness_error"  # the prefix of the failure of an episode whose task could not be run
 MAX_FAILED_EPISODES = 3  # episodes in a row that the model's failures ended before the stream stops
 
 
-def order_tasks(tasks: Sequence[Task], order: str, *, seed: int = 0) -> list[Task]:
+def order_tasks(tasks: Sequence[StreamTask], order: str, *, seed: int = 0) -> list[StreamTask]:
     """The stream: `curriculum` (level 1 -> 2 -> 3, suite order within a level), `mixed` (shuffled with
     the seed), `level:N` (one level) or `file:PATH` (task ids, one per line, `#` comments)."""
     if order == "curriculum":
@@ -66,6 +71,28 @@ def order_tasks(tasks: Sequence[Task], order: str, *, seed: int = 0) -> list[Tas
             raise ConfigurationError(f"{path}: unknown task ids {unknown}")
         return [by_id[i] for i in ids if i]
     raise ConfigurationError(f"unknown order {order!r}; use one of {', '.join(ORDERS)}")
+
+
+@dataclass(frozen=True)
+class UnloadableTask:
+    """A task of the suite that did not load: it keeps its place in the stream as a harness_error episode."""
+
+    id: str
+    level: int
+    reason: str
+    category: str = ""
+
+
+def stream_entries(report: LoadReport) -> list[Task | UnloadableTask]:
+    """The suite's tasks and, in their places (suite order), those that did not load but whose id is known."""
+    entries: list[tuple[str, Task | UnloadableTask]] = [(t.origin.path if t.origin else "", t) for t in report.tasks]
+    entries += [(p.path, UnloadableTask(p.task_id, p.level, p.message)) for p in report.problems if p.task_id]
+    return [entry for _, entry in sorted(entries, key=lambda pair: pair[0])]
+
+
+def is_harness_error(record: EpisodeRecord) -> bool:
+    """The harness, not the model, could not run this episode's task."""
+    return bool(record.failure and record.failure.startswith(f"{HARNESS_ERROR}:"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +125,49 @@ class UsageCounter(BaseCallbackHandler):
 
     def totals(self) -> TokenUsage:
         return TokenUsage(input=self.input, output=self.output)
+
+
+class SpendLedger:
+    """The seconds and tokens an unfinished episode has spent so far, kept beside the stream's records
+    (`<policy>.spend.json`), so that a resumed episode's record counts the work done before the interruption."""
+
+    def __init__(self, records_path: Path, episode_id: str) -> None:
+        self.path = records_path.with_name(f"{records_path.stem}.spend.json")
+        self.episode_id = episode_id
+        earlier = self._read().get(episode_id, {})
+        self.earlier_seconds = float(earlier.get("seconds", 0.0))
+        self.earlier_tokens = TokenUsage(input=int(earlier.get("input", 0)), output=int(earlier.get("output", 0)))
+
+    def total(self, seconds: float, tokens: TokenUsage) -> tuple[float, TokenUsage]:
+        """This run's spend added to what earlier, interrupted runs of the episode spent."""
+        return self.earlier_seconds + seconds, TokenUsage(input=self.earlier_tokens.input + tokens.input,
+                                                          output=self.earlier_tokens.output + tokens.output)
+
+    def save(self, seconds: float, tokens: TokenUsage) -> None:
+        total_seconds, total_tokens = self.total(seconds, tokens)
+        self._write({**self._read(), self.episode_id: {"seconds": total_seconds, "input": total_tokens.input,
+                                                        "output": total_tokens.output}})
+
+    def forget(self) -> None:
+        """Drop the episode's entry once its record is written (the file goes when it is empty)."""
+        entries = self._read()
+        entries.pop(self.episode_id, None)
+        self._write(entries)
+
+    def _read(self) -> dict[str, dict[str, float]]:
+        try:
+            entries = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # none yet, or torn by a kill: the spend before it is lost, not the run
+            return {}
+        return entries if isinstance(entries, dict) else {}
+
+    def _write(self, entries: dict[str, dict[str, float]]) -> None:
+        if not entries:
+            self.path.unlink(missing_ok=True)
+            return
+        partial = self.path.with_suffix(".json.partial")
+        partial.write_text(json.dumps(entries), encoding="utf-8")
+        partial.replace(self.path)
 
 
 def read_done(records_path: Path) -> dict[str, EpisodeRecord]:
@@ -139,11 +209,28 @@ def checkpointed(graph_builder: Any, database_url: str) -> Iterator[CompiledStat
         yield graph_builder.compile(checkpointer=saver)
 
 
-def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: StreamSettings, context: Context,
-               records_path: Path, memory: Callable[[], Memory | None] = lambda: None,
+def harness_error_record(entry: Task | UnloadableTask, *, episode_id: str, reason: str, position: int,
+                         settings: StreamSettings, seconds: float, memory: Memory | None) -> EpisodeRecord:
+    """The record of a task the harness could not run: no attempt, no memory effect, the reason."""
+    return EpisodeRecord(
+        task_id=entry.id, episode_id=episode_id, level=entry.level, solved=False, rounds=0, candidates=0,
+        compiled=0, failure=f"{HARNESS_ERROR}: {reason}", run_id=settings.run_id, policy=settings.policy,
+        model=settings.model, backend=settings.backend, namespace=settings.namespace, position=position,
+        category=entry.category, memory=MemoryUpdate(),
+        memory_after=memory.snapshot() if memory is not None else None, seconds=seconds,
+    )
+
+
+def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task | UnloadableTask], *, settings: StreamSettings,
+               context: Context, records_path: Path, memory: Callable[[], Memory | None] = lambda: None,
                on_state: Callable[[Task, int, dict[str, Any]], None] | None = None,
                on_record: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
-    """One episode per task, in order; returns every record of the run (earlier ones included)."""
+    """One episode per task, in order; returns every record of the run (earlier ones included).
+
+    A task the harness cannot run (it did not load, its cases cannot be described, its reference fails for
+    sure, or the episode stopped on the task itself) becomes a `harness_error` record with no memory effect,
+    and the stream goes on; a resumed stream finds that record and does not try the task again. The cases
+    each task ran with (shapes, dtypes, any scaling) are kept beside the records (`cases_path`)."""
     records_path.parent.mkdir(parents=True, exist_ok=True)
     done = read_done(records_path)
     records: list[EpisodeRecord] = []
@@ -154,17 +241,11 @@ def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: St
             if on_record:
                 on_record(done[episode_id])
             continue
-        start = time.perf_counter()
-        usage = UsageCounter()
-        state = run_episode(
-            graph, task_id=task.id, level=task.level, context=context, backend=settings.backend,
-            model=settings.model, episode_id=episode_id, callbacks=[usage],
-            on_state=(lambda s, t=task, p=position: on_state(t, p, s)) if on_state else None,
-        )
-        record = episode_record(state, task=task, position=position, settings=settings,
-                                seconds=time.perf_counter() - start, memory=memory(), tokens=usage.totals())
+        record = _run_entry(graph, task, position=position, episode_id=episode_id, settings=settings,
+                            context=context, records_path=records_path, memory=memory, on_state=on_state)
         with records_path.open("a", encoding="utf-8") as out:
             out.write(record.model_dump_json() + "\n")
+        SpendLedger(records_path, episode_id).forget()
         records.append(record)
         if on_record:
             on_record(record)
@@ -172,10 +253,67 @@ def run_stream(graph: CompiledStateGraph, tasks: Sequence[Task], *, settings: St
     return records
 
 
+def _run_entry(graph: CompiledStateGraph, task: Task | UnloadableTask, *, position: int, episode_id: str,
+               settings: StreamSettings, context: Context, records_path: Path,
+               memory: Callable[[], Memory | None],
+               on_state: Callable[[Task, int, dict[str, Any]], None] | None) -> EpisodeRecord:
+    """The record of one stream entry: its episode's, or a harness_error one where the task cannot run."""
+    start = time.perf_counter()
+    problem = task.reason if isinstance(task, UnloadableTask) else _record_cases(task, records_path)
+    if problem is None and isinstance(task, Task):
+        usage = UsageCounter()
+        spend = SpendLedger(records_path, episode_id)
+
+        def step(state: dict[str, Any]) -> None:
+            spend.save(time.perf_counter() - start, usage.totals())
+            if on_state:
+                on_state(task, position, state)
+
+        try:
+            state = run_episode(graph, task_id=task.id, level=task.level, context=context, backend=settings.backend,
+                                model=settings.model, episode_id=episode_id, callbacks=[usage], on_state=step)
+        except (TaskLoadError, UnknownTaskError) as exc:  # the task itself, not the run, is broken
+            problem = str(exc)
+        else:
+            seconds, tokens = spend.total(time.perf_counter() - start, usage.totals())
+            return episode_record(state, task=task, position=position, settings=settings,
+                                  seconds=seconds, memory=memory(), tokens=tokens)
+    return harness_error_record(task, episode_id=episode_id, reason=problem or "", position=position,
+                                settings=settings, seconds=time.perf_counter() - start, memory=memory())
+
+
+def cases_path(records_path: Path) -> Path:
+    """Where the cases each task of a stream ran with are kept: `<policy>.cases.json` beside its records."""
+    return records_path.with_name(f"{records_path.stem}.cases.json")
+
+
+def _record_cases(task: Task, records_path: Path) -> str | None:
+    """Describe the task's cases (shape-only, `task_runs`), keep them in the stream's cases file, and say why
+    the task cannot run, if it cannot."""
+    try:
+        cases, problem = task_runs(task)
+    except Exception as exc:  # the task's own code failed while it was described
+        cases, problem = [], f"the task cannot be described: {type(exc).__name__}: {exc}"
+    path = cases_path(records_path)
+    try:
+        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        known = {}  # a torn file from an interrupted run: written whole again below
+    scaling = task.origin.scaling if task.origin else None
+    known[task.id] = {"level": task.level, "perf_case": task.perf_case.name if task.cases else None,
+                      "source": task.origin.path if task.origin else "", "cases": cases,
+                      "scaling": scaling.to_dict() if scaling else None}
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(known, indent=1, default=str) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return problem
+
+
 def _stop_when_the_model_keeps_failing(records: Sequence[EpisodeRecord]) -> None:
     """An endpoint that failed MAX_FAILED_EPISODES episodes in a row would fail the rest too: stop with one
-    line (the recorded episodes stay; rerunning the run id resumes after them)."""
-    recent = records[-MAX_FAILED_EPISODES:]
+    line (the recorded episodes stay; rerunning the run id resumes after them). Tasks the harness could not
+    run say nothing about the model and are passed over."""
+    recent = [r for r in records if not is_harness_error(r)][-MAX_FAILED_EPISODES:]
     if len(recent) == MAX_FAILED_EPISODES and all(r.failure for r in recent):
         raise ModelError(f"the model failed {MAX_FAILED_EPISODES} episodes in a row ({recent[-1].task_id}: "
                          f"{recent[-1].failure}): stopping the stream; fix the endpoint and rerun with the same "

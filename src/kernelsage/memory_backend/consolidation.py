@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+import numpy as np
 import psycopg
 from psycopg_pool import ConnectionPool
 
@@ -117,26 +118,43 @@ def _select_hot(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPol
     budget = params.hot_budget_tokens
     stats = [*competitors.values()]
     seq = ns["episode_seq"]
-    candidates = [
-        ugc.HotCandidate(
-            item_id=s.item_id, utility=s.utility, tokens=s.tokens,
-            access=s.access if s.state == "hot" else ugc.cold_access_estimate(s.n_ret_cold, s.eligible_episodes),
-        )
-        for s in stats
-    ]
     if policy.consolidation == "random":
-        selected = ugc.select_random(candidates, budget, random.Random(seq if seed is None else seed))
+        pool = [_candidate(s) for s in stats]
+        selected = ugc.select_random(pool, budget, random.Random(seq if seed is None else seed))
     else:
-        selected = ugc.select_hot(candidates, budget)
+        selected = ugc.select_hot_columns(*_columns(stats), budget)
     current = [s.item_id for s in stats if s.state == "hot"]
-    plan = ugc.plan_consolidation(current, selected, {c.item_id: c.tokens for c in candidates})
+    plan = ugc.plan_consolidation(current, selected, {s.item_id: s.tokens for s in stats})
     version = ns["hot_version"]
     if plan.promoted or plan.demoted:
         version += 1
-        _apply_plan(conn, info.id, plan, {c.item_id: c for c in candidates}, seq, version)
+        moved = set(plan.promoted + plan.demoted)
+        _apply_plan(conn, info.id, plan, {s.item_id: _candidate(s) for s in stats if s.item_id in moved}, seq,
+                    version)
     return ConsolidationResult(hot_version=version, hot=plan.hot, promoted=plan.promoted, demoted=plan.demoted,
                                validated=sum(1 for s in stats if s.state != "hot"),
                                abstracted=abstracted, tokens_used=plan.tokens_used, budget=budget)
+
+
+def _candidate(stats: ItemStats) -> ugc.HotCandidate:
+    """An item as a competitor for hot memory: its access estimate depends on whether it is resident."""
+    access = stats.access if stats.state == "hot" else ugc.cold_access_estimate(stats.n_ret_cold,
+                                                                                 stats.eligible_episodes)
+    return ugc.HotCandidate(item_id=stats.item_id, utility=stats.utility, access=access, tokens=stats.tokens)
+
+
+def _columns(stats: list[ItemStats]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ids, utilities, access estimates and token lengths of the competitors, as `_candidate` computes
+    them, one numpy column each."""
+    count = len(stats)
+    ids = np.fromiter((s.item_id for s in stats), np.int64, count)
+    utility = np.fromiter((s.utility for s in stats), np.float64, count)
+    tokens = np.fromiter((s.tokens for s in stats), np.int64, count)
+    resident = np.fromiter((s.state == "hot" for s in stats), np.bool_, count)
+    access = np.fromiter((s.access for s in stats), np.float64, count)
+    estimate = ugc.cold_access_estimates(np.fromiter((s.n_ret_cold for s in stats), np.float64, count),
+                                         np.fromiter((s.eligible_episodes for s in stats), np.float64, count))
+    return ids, utility, np.where(resident, access, estimate), tokens
 
 
 def _apply_plan(conn: psycopg.Connection, namespace_id: int, plan: ugc.ConsolidationPlan,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import warnings
@@ -27,7 +28,8 @@ def default_data_dir() -> Path:
 def embedded_database_url(data_dir: Path | None = None) -> str:
     """Start (or join) the embedded server for data_dir and return a socket URI for it.
 
-    The server stops when the last process using it exits; the data stays for the next run.
+    The server stops when the last process using it is gone, also when that one was killed (see
+    server_watch.py); the data stays for the next run.
     """
     target = (data_dir or default_data_dir()).resolve()
     with _lock:
@@ -38,6 +40,7 @@ def embedded_database_url(data_dir: Path | None = None) -> str:
                 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
                 server = _start(target)
             _servers[target] = server
+            _track_clients(server, target)
         return str(server.get_uri())
 
 
@@ -65,6 +68,20 @@ def _last_line(exc: Exception) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     errors = [line for line in lines if "error" in line.lower() or "fatal" in line.lower()]
     return (errors or lines or [type(exc).__name__])[-1][:300]
+
+
+def _track_clients(server: Any, target: Path) -> None:
+    """Make a killed client unable to keep the server alive: a watcher stops it when no client is left,
+    and this process, when it exits, first drops dead clients from the list so that pgserver's own exit
+    handler (registered earlier, so run later) sees whether it is the last one and stops the server."""
+    from kernelsage.memory_backend import server_watch
+
+    def leave() -> None:
+        with type(server)._lock:  # pgserver's inter-process lock over its client list
+            server_watch.prune_clients(type(server), target)
+
+    atexit.register(leave)
+    server_watch.start_watcher(target)
 
 
 def _start(target: Path) -> Any:

@@ -6,6 +6,7 @@ it was shown in, and no resident rule shown in a resolved round can be left out 
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 
 import psycopg
 
@@ -14,6 +15,10 @@ from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import NamespaceInfo
 from kernelsage.memory_backend.records import EpisodeTrace, Tier
 from kernelsage.memory_backend.validation import MAX_NAME_CHARS, MAX_ROUNDS, check_text
+
+# An episode whose last retrieval is older than this was abandoned (its worker died, or it was never
+# committed): its ledger is removed. Far longer than any episode runs, so a paused run can still commit.
+ABANDONED_AFTER = timedelta(days=7)
 
 
 def check_round(episode_id: str, round_no: int) -> None:
@@ -24,7 +29,9 @@ def check_round(episode_id: str, round_no: int) -> None:
 
 def record(conn: psycopg.Connection, info: NamespaceInfo, episode_id: str, round_no: int, hot_version: int,
            shown: list[tuple[int, Tier]]) -> None:
-    """Record what one retrieval showed; a repeated retrieval of the same round (a resumed run) replaces it."""
+    """Record what one retrieval showed; a repeated retrieval of the same round (a resumed run) replaces it.
+    Abandoned episodes' ledgers are removed on the way, so the ledger holds only episodes in progress."""
+    forget_abandoned(conn, info)
     conn.execute(q.DELETE_RETRIEVAL, (info.id, episode_id, round_no))
     conn.execute(q.INSERT_RETRIEVAL, (info.id, episode_id, round_no, hot_version))
     if shown:
@@ -82,5 +89,13 @@ def check_commit(conn: psycopg.Connection, info: NamespaceInfo, trace: EpisodeTr
 
 
 def forget(conn: psycopg.Connection, info: NamespaceInfo, episode_id: str) -> None:
-    """Drop an episode's ledger once it is committed: the exposures are its lasting record."""
+    """Drop an episode's ledger once it is committed (the exposures are its lasting record), and those of
+    abandoned episodes."""
     conn.execute(q.DELETE_RETRIEVALS_OF_EPISODE, (info.id, episode_id))
+    forget_abandoned(conn, info)
+
+
+def forget_abandoned(conn: psycopg.Connection, info: NamespaceInfo, older_than: timedelta = ABANDONED_AFTER) -> int:
+    """Remove the ledgers of episodes whose every retrieval is older than `older_than`; returns the number
+    of retrievals removed (their shown items go with them)."""
+    return conn.execute(q.DELETE_ABANDONED_RETRIEVALS, {"ns": info.id, "age": older_than}).rowcount

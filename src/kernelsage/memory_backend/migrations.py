@@ -137,6 +137,34 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ALTER TABLE ks_episodes ADD COLUMN params jsonb NOT NULL DEFAULT '{}';
         """,
     ),
+    (
+        3,
+        "IVFFlat vector indexes in place of HNSW; abandoned retrieval ledgers found by age; item references "
+        "indexed",
+        """
+        -- HNSW lost most of its recall on well-separated clusters (docs/memory.md). Each namespace starts
+        -- again with a one-list IVFFlat index (exact search); vector_index.maintain grows it at its next write.
+        DO $$
+        DECLARE r record;
+        BEGIN
+            FOR r IN SELECT id, embedding_dim FROM ks_namespaces LOOP
+                EXECUTE format('DROP INDEX IF EXISTS %I', 'ks_item_vectors_hnsw_ns' || r.id);
+                EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON ks_item_vectors USING ivfflat '
+                               '((embedding::vector(%s)) vector_cosine_ops) WITH (lists = 1) '
+                               'WHERE namespace_id = %s', 'ks_item_vectors_ivf_ns' || r.id || '_l1',
+                               r.embedding_dim, r.id);
+            END LOOP;
+        END
+        $$;
+        CREATE INDEX ks_retrievals_shown_at ON ks_retrievals (namespace_id, shown_at);
+        -- Deleting items cascades through every table that references them: without these, deleting a
+        -- namespace scans each table once per item (minutes at 10,000 episodes).
+        CREATE INDEX ks_exposures_item ON ks_exposures (item_id);
+        CREATE INDEX ks_credits_item ON ks_credits (item_id);
+        CREATE INDEX ks_hot_events_item ON ks_hot_events (item_id);
+        CREATE INDEX ks_retrieval_items_item ON ks_retrieval_items (item_id);
+        """,
+    ),
 )
 
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(%s, 0)"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import psycopg
@@ -35,6 +36,37 @@ def checked_vector(values: Sequence[float] | np.ndarray, dim: int, what: str) ->
     if not np.all(np.isfinite(array)):
         raise EmbeddingDimensionError(f"{what} contains NaN or infinite values")
     return array
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunNamespace:
+    """A namespace's place in a run: `<starting namespace>@<run id>/<policy>`, the copy one policy of one
+    run learns in (an empty run id and policy for a namespace made by hand or imported)."""
+
+    name: str
+    start: str
+    run_id: str = ""
+    policy: str = ""
+
+
+def run_namespace(start: str, run_id: str, policy: str) -> str:
+    """The name of the namespace a run's policy learns in, from the starting namespace."""
+    return f"{start}@{run_id}/{policy}"
+
+
+def parse_run_namespace(name: str) -> RunNamespace:
+    """The starting namespace, run id and policy a namespace name holds (see `run_namespace`)."""
+    start, at, rest = name.rpartition("@")
+    run_id, slash, policy = rest.rpartition("/")
+    if not at or not slash or not start or not run_id or not policy:
+        return RunNamespace(name=name, start=name)
+    return RunNamespace(name=name, start=start, run_id=run_id, policy=policy)
+
+
+def namespaces_of_run(names: Iterable[str], run_id: str, policy: str | None = None) -> list[str]:
+    """The namespaces a run learned in (of one policy, when given), in name order."""
+    found = [parse_run_namespace(name) for name in names]
+    return sorted(n.name for n in found if n.run_id == run_id and (policy is None or n.policy == policy))
 
 
 def list_namespaces(conn: psycopg.Connection) -> list[NamespaceInfo]:

@@ -32,10 +32,13 @@ class SageParams:
     mu: float = 0.1  # access-estimate smoothing of resident rules
     # Episodes (METHOD §1)
     rounds: int = 30  # T, the interaction budget of an episode
-    # Retrieval (reconstruction): relevance pool size, items returned, HNSW candidate list
+    # Retrieval (reconstruction): relevance pool size, items returned, IVFFlat lists read per search
     pool_size: int = 40
     top_k: int = 6
-    ef_search: int = 100  # recall@10 0.99 at 100K clustered vectors (bench/memory_bench.py --ef-sweep)
+    # IVFFlat lists read per search: more probes find more and cost more. At 100K items (320 lists) recall@10
+    # was 0.997 on the hard set and 1.0 on the easy one at 2-8 probes, p50 6-13 ms on a loaded 2-core
+    # machine (bench/memory_bench.py --probe-sweep); namespaces under 5,000 items are searched exactly.
+    probes: int = 3
     # Value memory baseline, EvoKernel-style (METHOD §7; values are reconstruction)
     value_alpha: float = 0.1  # Q <- Q + alpha (r - Q)
     value_lambda: int = 3  # take top lambda*N by similarity, then N by Q
@@ -47,7 +50,7 @@ class SageParams:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 problems.append(f"{name}={value} must lie in [0, 1]")
-        for name in ("k_ado", "k_op", "hot_budget_tokens", "rounds", "pool_size", "top_k", "ef_search",
+        for name in ("k_ado", "k_op", "hot_budget_tokens", "rounds", "pool_size", "top_k", "probes",
                      "value_lambda"):
             if getattr(self, name) < 1:
                 problems.append(f"{name}={getattr(self, name)} must be at least 1")

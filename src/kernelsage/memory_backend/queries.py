@@ -2,7 +2,7 @@
 
 The schema itself, the numbered migrations, is SQL text too, in migrations.py. Values always travel
 as parameters. Only identifiers that vary (a namespace's vector index, the dimension and id it is
-defined on, the tables of an export) are composed, with `psycopg.sql`, in the functions at the end.
+defined on, its lists, the tables of an export) are composed, with `psycopg.sql`, in the functions at the end.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from psycopg import sql
 
 LOCK_CLASS = 0x4B53  # advisory-lock key space of kernelsage ("KS"); the second key is the namespace id
+INDEX_LOCK_CLASS = 0x4B54  # rebuilding a namespace's vector index ("KT"); the second key is the namespace id
 
 # -- namespaces -------------------------------------------------------------------------------------
 
@@ -48,6 +49,7 @@ ITEM = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND id = %
 ITEMS_IN_NAMESPACE = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND id = ANY(%s) ORDER BY id"
 ITEMS_BY_IDS = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE id = ANY(%s) ORDER BY id"
 COUNT_ITEMS = "SELECT count(*) AS n FROM ks_items WHERE namespace_id = %s AND (%s::text IS NULL OR kind = %s)"
+COUNT_VECTORS = "SELECT count(*) AS n FROM ks_items WHERE namespace_id = %s"  # index-only on (namespace_id, state)
 LIST_ITEMS = (
     f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND (%s::text IS NULL OR state = %s) "
     "ORDER BY utility DESC, id LIMIT %s"
@@ -67,8 +69,9 @@ STATS_OF_GATE_CANDIDATES = _STATS + "namespace_id = %(ns)s AND (state <> 'cold' 
 
 # -- retrieval --------------------------------------------------------------------------------------
 
-# Iterative scans keep a filtered HNSW search from returning fewer rows than asked for.
-SEARCH_SETTINGS = "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true)"
+# The lists an IVFFlat search reads; iterative scans read further lists when the resident-rule filter leaves
+# fewer rows than asked for.
+SEARCH_SETTINGS = "SELECT set_config('ivfflat.probes', %s, true), set_config('ivfflat.iterative_scan', %s, true)"
 
 # The ledger of what a retrieval showed (one row per episode round, one per item shown in it).
 DELETE_RETRIEVAL = "DELETE FROM ks_retrievals WHERE namespace_id = %s AND episode_id = %s AND round = %s"
@@ -82,6 +85,14 @@ RETRIEVALS_OF_EPISODE = (
     "USING (namespace_id, episode_id, round) WHERE r.namespace_id = %s AND r.episode_id = %s"
 )
 DELETE_RETRIEVALS_OF_EPISODE = "DELETE FROM ks_retrievals WHERE namespace_id = %s AND episode_id = %s"
+# The ledgers of episodes abandoned before their commit: every retrieval older than %(age)s. Found through
+# (namespace_id, shown_at), so when there is none (the usual case) this reads one index page.
+DELETE_ABANDONED_RETRIEVALS = (
+    "DELETE FROM ks_retrievals r WHERE r.namespace_id = %(ns)s AND r.episode_id IN ("
+    "SELECT episode_id FROM ks_retrievals WHERE namespace_id = %(ns)s AND shown_at < now() - %(age)s) "
+    "AND NOT EXISTS (SELECT 1 FROM ks_retrievals n WHERE n.namespace_id = r.namespace_id "
+    "AND n.episode_id = r.episode_id AND n.shown_at >= now() - %(age)s)"
+)
 
 # -- the episode commit -----------------------------------------------------------------------------
 
@@ -190,21 +201,54 @@ INSERT_ITEM_VECTOR = (
 # -- composed statements: identifiers that vary -----------------------------------------------------
 
 
-def _vector_index(namespace_id: int) -> sql.Identifier:
-    return sql.Identifier(f"ks_item_vectors_hnsw_ns{namespace_id}")
+_VECTOR_INDEX_PREFIX = "ks_item_vectors_ivf_ns{}_l"  # + the number of lists it was built with
 
 
-def create_vector_index(namespace_id: int, dim: int) -> sql.Composed:
-    """One partial HNSW index per namespace: a search never sees another namespace's vectors, and the
-    namespace filter costs nothing."""
+def vector_index_prefix(namespace_id: int) -> str:
+    """The start of the names of a namespace's vector indexes."""
+    return _VECTOR_INDEX_PREFIX.format(namespace_id)
+
+
+def vector_index_name(namespace_id: int, lists: int) -> str:
+    return f"{vector_index_prefix(namespace_id)}{lists}"
+
+
+def create_vector_index(namespace_id: int, dim: int, lists: int = 1, *, concurrently: bool = False) -> sql.Composed:
+    """The namespace's partial IVFFlat index (cosine): a search never sees another namespace's vectors.
+
+    With one list (how a namespace starts) a search reads every vector of the namespace: exact search.
+    vector_index.maintain rebuilds it with more lists as the namespace grows (see docs/memory.md).
+    """
     return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {index} ON ks_item_vectors USING hnsw "
-        "((embedding::vector({dim})) vector_cosine_ops) WHERE namespace_id = {ns}"
-    ).format(index=_vector_index(namespace_id), dim=sql.Literal(dim), ns=sql.Literal(namespace_id))
+        "CREATE INDEX {how} IF NOT EXISTS {index} ON ks_item_vectors USING ivfflat "
+        "((embedding::vector({dim})) vector_cosine_ops) WITH (lists = {lists}) WHERE namespace_id = {ns}"
+    ).format(how=sql.SQL("CONCURRENTLY") if concurrently else sql.SQL(""),
+             index=sql.Identifier(vector_index_name(namespace_id, lists)), dim=sql.Literal(dim),
+             lists=sql.Literal(lists), ns=sql.Literal(namespace_id))
 
 
 def drop_vector_index(namespace_id: int) -> sql.Composed:
-    return sql.SQL("DROP INDEX IF EXISTS {}").format(_vector_index(namespace_id))
+    """Drop every vector index of the namespace (there are two for a moment while one is rebuilt)."""
+    return sql.SQL(
+        "DO $$DECLARE r record; BEGIN FOR r IN SELECT indexrelid::regclass AS name FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid WHERE starts_with(c.relname, {prefix}) "
+        "LOOP EXECUTE format('DROP INDEX IF EXISTS %s', r.name); END LOOP; END$$"
+    ).format(prefix=sql.Literal(vector_index_prefix(namespace_id)))
+
+
+def drop_index_concurrently(name: str) -> sql.Composed:
+    return sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
+
+
+# A namespace's vector indexes with their lists and whether they are usable (a build cut short leaves an
+# invalid one behind); parameter: vector_index_prefix.
+VECTOR_INDEXES = (
+    "SELECT c.relname AS name, i.indisvalid AS valid, "
+    "substring(c.relname FROM '_l([0-9]+)$')::int AS lists FROM pg_index i "
+    "JOIN pg_class c ON c.oid = i.indexrelid WHERE starts_with(c.relname, %s)"
+)
+VECTOR_INDEX_LOCK = "SELECT pg_try_advisory_lock(%s, %s) AS locked"
+VECTOR_INDEX_UNLOCK = "SELECT pg_advisory_unlock(%s, %s)"
 
 
 def nearest_items(namespace_id: int, dim: int, *, exclude_resident: bool) -> sql.Composed:

@@ -29,14 +29,16 @@ def hot_rules(conn: psycopg.Connection, namespace_id: int, policy: MemoryPolicy)
 
 
 def relevance_pool(conn: psycopg.Connection, info: NamespaceInfo, query: Sequence[float] | np.ndarray, size: int, *,
-                   exclude_resident: bool, ef_search: int) -> list[tuple[MemoryItem, float]]:
+                   exclude_resident: bool, probes: int) -> list[tuple[MemoryItem, float]]:
     """The `size` items nearest to the query by cosine similarity, nearest first (then by id).
 
-    `exclude_resident` leaves out the hot rules, which policies with hot memory show anyway. The HNSW
-    search then scans iteratively so the filter never makes it return fewer rows than asked for.
+    The namespace's IVFFlat index reads the `probes` lists nearest to the query (every vector while the
+    namespace is small enough to have one list: exact search). `exclude_resident` leaves out the hot rules,
+    which policies with hot memory show anyway; the search then reads further lists when the filter would
+    leave fewer rows than asked for.
     """
     vector = checked_vector(query, info.embedding_dim, "the query embedding")
-    conn.execute(q.SEARCH_SETTINGS, (str(max(ef_search, size)), "relaxed_order" if exclude_resident else "off"))
+    conn.execute(q.SEARCH_SETTINGS, (str(probes), "relaxed_order" if exclude_resident else "off"))
     rows = conn.execute(q.nearest_items(info.id, info.embedding_dim, exclude_resident=exclude_resident),
                         {"q": vector, "n": size}).fetchall()
     pool = [(item_rows.to_item({k: v for k, v in r.items() if k != "relevance"}), float(r["relevance"]))
@@ -70,7 +72,7 @@ def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, pa
         resident = {s.item.id for s in hot}
         found = relevance_pool(conn, info, vector, max(params.pool_size, k),  # type: ignore[arg-type]
                                exclude_resident=policy.uses_hot_memory,
-                               ef_search=params.ef_search) if vector is not None else []
+                               probes=params.probes) if vector is not None else []
         found = [(item, rel) for item, rel in found if item.id not in resident]
         by_id = {item.id: item for item, _ in found}
         candidates = [PoolEntry(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft,

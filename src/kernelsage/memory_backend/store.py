@@ -22,7 +22,16 @@ from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from kernelsage.errors import ReadOnlyMemoryError
-from kernelsage.memory_backend import consolidation, episodes, item_rows, namespaces, retrieval, schema, stats
+from kernelsage.memory_backend import (
+    consolidation,
+    episodes,
+    item_rows,
+    namespaces,
+    retrieval,
+    schema,
+    stats,
+    vector_index,
+)
 from kernelsage.memory_backend.consolidation import RuleAbstractor
 from kernelsage.memory_backend.database import database_url, open_pool, run_transaction, transaction
 from kernelsage.memory_backend.items import (
@@ -122,8 +131,8 @@ class MemoryStore:
                       params=params or self.params)
 
     def delete_namespace(self, name: str) -> bool:
-        with self._transaction() as conn:
-            return namespaces.delete_namespace(conn, name)
+        """Delete a namespace with everything in it (retried whole when it deadlocks with another drop)."""
+        return run_transaction(self.pool, lambda conn: namespaces.delete_namespace(conn, name))
 
 
 class Memory:
@@ -172,7 +181,10 @@ class Memory:
                 return []
             return item_rows.insert_items(conn, self.info.id, items, vectors, seq, self.store.token_counter)
 
-        return run_transaction(self.store.pool, work)
+        ids = run_transaction(self.store.pool, work)
+        if ids:
+            vector_index.maintain(self.store.pool, self.info)  # grows the index's lists with the namespace
+        return ids
 
     def get_item(self, item_id: int) -> MemoryItem:
         with self.store._transaction() as conn:
@@ -198,7 +210,7 @@ class Memory:
     def relevance_pool(self, query: Sequence[float] | np.ndarray, *, size: int) -> list[tuple[MemoryItem, float]]:
         """The `size` retrievable items nearest to the query by cosine similarity, nearest first."""
         with self.store._transaction() as conn:
-            return retrieval.relevance_pool(conn, self.info, query, size, ef_search=self.params.ef_search,
+            return retrieval.relevance_pool(conn, self.info, query, size, probes=self.params.probes,
                                             exclude_resident=self.policy.uses_hot_memory)
 
     def retrieve(
@@ -244,8 +256,11 @@ class Memory:
         check_trace(episode)
         check_new_items(new_items, MAX_EPISODE_ITEMS)
         vectors = self._embed(new_items)
-        return run_transaction(self.store.pool, lambda conn: episodes.commit_episode(
+        result = run_transaction(self.store.pool, lambda conn: episodes.commit_episode(
             conn, self.info, self.policy, self.params, episode, new_items, vectors, self.store.token_counter))
+        if result.new_item_ids and result.applied:
+            vector_index.maintain(self.store.pool, self.info)
+        return result
 
     def episode_credits(self, episode_id: str) -> dict[int, tuple[float, float, float]]:
         """Stored (credit, utility before, utility after) per item of one committed episode, for audits."""

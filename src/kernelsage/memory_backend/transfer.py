@@ -14,7 +14,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from kernelsage.errors import KernelsageError, NamespaceError, TransferFormatError
-from kernelsage.memory_backend import item_rows
+from kernelsage.memory_backend import item_rows, vector_index
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.database import transaction
 from kernelsage.memory_backend.items import NamespaceInfo
@@ -69,7 +69,8 @@ def import_namespace(store: MemoryStore, name: str, records: Iterator[dict[str, 
         raise NamespaceError("an import must start with the namespace record")
     with transaction(store.pool) as conn:
         if namespace_info(conn, name) is not None:
-            raise NamespaceError(f"namespace {name!r} exists already: import into a new name or delete it first")
+            raise NamespaceError(f"namespace {name!r} exists already: import into a new name or delete it first "
+                                 f"(kernelsage memory delete {name})")
         info = create_namespace(conn, name, embedding_dim=header["embedding_dim"],
                                 embedding_model=header["embedding_model"])
     try:
@@ -78,13 +79,15 @@ def import_namespace(store: MemoryStore, name: str, records: Iterator[dict[str, 
             for record in records:
                 _import_record(conn, info, record, ids)
             conn.execute(q.SET_COUNTERS, (header["episode_seq"], header["hot_version"], info.id))
-            return current_info(conn, name)
+            imported = current_info(conn, name)
     except Exception as exc:
         with transaction(store.pool) as conn:
             delete_namespace(conn, name)
         if isinstance(exc, (psycopg.Error, KeyError, TypeError)):
             raise NamespaceError(f"import into {name!r} failed and was rolled back: {exc}") from exc
         raise
+    vector_index.maintain(store.pool, imported)  # an import of many items gets its index's lists at once
+    return imported
 
 
 def _import_record(conn: psycopg.Connection, info: NamespaceInfo, record: dict[str, Any],

@@ -7,6 +7,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.records import ItemStats
 
@@ -42,6 +44,12 @@ def cold_access_estimate(n_ret_cold: int, eligible_episodes: int) -> float:
     return min(1.0, n_ret_cold / eligible_episodes)
 
 
+def cold_access_estimates(n_ret_cold: np.ndarray, eligible_episodes: np.ndarray) -> np.ndarray:
+    """`cold_access_estimate` over columns (float64), with the same float operations."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(eligible_episodes > 0, np.minimum(1.0, n_ret_cold / eligible_episodes), 0.0)
+
+
 def update_access(access: float, adopted: bool, params: SageParams) -> float:
     """p of a resident rule: p <- (1 - mu) p + mu * [adopted this episode]."""
     return (1.0 - params.mu) * access + params.mu * (1.0 if adopted else 0.0)
@@ -59,11 +67,34 @@ def select_hot(candidates: Sequence[HotCandidate], budget: int) -> list[int]:
     skips one that does not and keeps scanning. Items with non-positive priority never become
     resident: without positive utility and use there is no evidence the rule helps.
     """
-    ranked = sorted(
-        (c for c in candidates if priority(c.utility, c.access, c.tokens) > 0),
-        key=lambda c: (-priority(c.utility, c.access, c.tokens), c.tokens, c.item_id),
+    count = len(candidates)
+    return select_hot_columns(
+        np.fromiter((c.item_id for c in candidates), np.int64, count),
+        np.fromiter((c.utility for c in candidates), np.float64, count),
+        np.fromiter((c.access for c in candidates), np.float64, count),
+        np.fromiter((c.tokens for c in candidates), np.int64, count),
+        budget,
     )
-    return _take_while_fits(ranked, budget)
+
+
+def select_hot_columns(item_ids: np.ndarray, utility: np.ndarray, access: np.ndarray, tokens: np.ndarray,
+                       budget: int) -> list[int]:
+    """`select_hot` over columns (entry i is one candidate): the same priorities (the same float
+    operations as `priority`), order and choice, ranked by numpy, since consolidation ranks thousands of
+    candidates after every episode."""
+    scores = utility * access / np.maximum(tokens, 1).astype(np.float64)
+    keep = scores > 0
+    ids, lengths, scores = item_ids[keep], tokens[keep], scores[keep]
+    order = np.lexsort((ids, lengths, -scores))  # last key first: priority down, then tokens, then id
+    chosen: list[int] = []
+    used = 0
+    for item_id, length in zip(ids[order].tolist(), lengths[order].tolist(), strict=True):
+        if used + length <= budget:
+            chosen.append(item_id)
+            used += length
+            if used == budget:  # nothing more can fit
+                break
+    return chosen
 
 
 def select_random(candidates: Sequence[HotCandidate], budget: int, rng: random.Random) -> list[int]:
@@ -80,6 +111,8 @@ def _take_while_fits(ordered: Sequence[HotCandidate], budget: int) -> list[int]:
         if used + candidate.tokens <= budget:
             chosen.append(candidate.item_id)
             used += candidate.tokens
+            if used == budget:  # nothing more can fit
+                break
     return chosen
 
 

@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from kernelsage.errors import EpisodeError, KernelsageError
+from kernelsage.errors import EpisodeError, ItemError
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.records import EpisodeTrace
 
@@ -25,10 +25,6 @@ MAX_NEW_ITEMS = 200_000  # items added in one call (bulk loads)
 MAX_EPISODE_ITEMS = 1_000  # experiences stored with one episode
 MAX_ITEM_ID = 2**63 - 1
 ITEM_KINDS = ("experience", "knowledge", "rule")
-
-
-class ItemError(KernelsageError):
-    """A new memory item is malformed or too large (the message names the item and the limit)."""
 
 
 def check_text(value: object, what: str, limit: int, *, required: bool = False,

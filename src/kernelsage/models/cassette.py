@@ -300,8 +300,10 @@ class ReplayChatModel(_CassetteModel):
             raise CassetteMissError(
                 f"cassette {self.path.name} holds no answer for request {key[:16]} "
                 f"({len(messages)} messages, {len(self.tools)} tools; last user message: "
-                f"{_last_user_text(messages)!r}): the prompt, the tools or the code that builds them changed "
-                f"since recording; re-record the cassette with RecordingChatModel"
+                f"{_last_user_text(messages)!r}). A recording answers only the stream it was recorded on (same "
+                f"operators, order, policy, budget, top-k and starting memory, so the same item ids); elsewhere, "
+                f"e.g. under `langgraph dev`, use a real model. On that stream, the prompt, the tools or the code "
+                f"that builds them changed since recording: re-record the cassette with RecordingChatModel"
             )
         return ChatResult(generations=[ChatGeneration(message=response_from_dict(answer))])
 

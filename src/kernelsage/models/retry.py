@@ -206,5 +206,6 @@ def _gave_up(exc: RetryError, attempts: int) -> ModelError:
     where = f"model endpoint {url}: " if url else ""
     limit = "" if tries >= attempts else " (the call's deadline passed)"
     detail = " ".join(str(last).split())[:300] or "no message"
-    return ModelCallError(f"{where}gave up after {tries} attempts{limit}: {type(last).__name__}: {detail}; check "
+    plural = "s" if tries != 1 else ""
+    return ModelCallError(f"{where}gave up after {tries} attempt{plural}{limit}: {type(last).__name__}: {detail}; check "
                           f"that the server is up, or raise KERNELSAGE_MODEL_TIMEOUT / KERNELSAGE_MODEL_ATTEMPTS")

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from kernelsage.tasks.loaders.npu_standin import NpuUnavailable
 from kernelsage.tasks.model import Task, TestCase
 
 SMALL_CASE_BYTES = 16 << 20  # a case without a meta implementation is run for real only below this
@@ -37,6 +38,7 @@ class CaseInterface:
     attrs: dict[str, Any]
     outputs: tuple[TensorSpec, ...] | None  # None: could not be worked out (see `note`)
     note: str = ""
+    error: str = ""  # the reference fails for sure (an NPU-only operator, or a failed run of a small case)
 
     def describe(self) -> str:
         lines = [f"case {self.case}:"]
@@ -50,6 +52,14 @@ class CaseInterface:
         lines += [f"  attr {name} = {value!r}" for name, value in self.attrs.items()]
         return "\n".join(lines)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: shapes as lists, unknown parts as null with the note saying why."""
+        def specs(items: tuple[TensorSpec, ...] | None) -> list[dict[str, Any]] | None:
+            return None if items is None else [{"name": s.name, "dtype": s.dtype, "shape": list(s.shape)}
+                                                for s in items]
+
+        return {"case": self.case, "inputs": specs(self.inputs), "outputs": specs(self.outputs),
+                "attrs": dict(self.attrs), "note": self.note, "error": self.error}
 
 
 def _dtype(tensor: torch.Tensor) -> str:
@@ -66,37 +76,80 @@ def case_interface(task: Task, case: TestCase) -> CaseInterface:
     here for a large case (this runs in the agent's process, and a case may need tens of GiB): where an
     operator has no meta implementation, a small case is run on the CPU, and a large one's outputs (or, if
     its inputs cannot be built either, the whole case) are reported unknown with the reason; the reference
-    code in the task's description tells the rest."""
+    code in the task's description tells the rest. `error` says when the reference fails for sure."""
     try:
         with torch.device("meta"):
             instance = task.instantiate(case, 0)
             inputs, attrs = _specs(instance.inputs), dict(instance.attrs)
     except Exception as exc:
-        return CaseInterface(case.name, None, {}, None,
-                             note=f"the case cannot be built without data: {_reason(exc)}")
+        return CaseInterface(case.name, None, {}, None, note=f"the case cannot be built without data: "
+                             f"{_reason(exc)}", error=_reason(exc) if isinstance(exc, NpuUnavailable) else "")
     try:
         with torch.device("meta"):
             outputs = _specs(instance.reference())
     except Exception as exc:
-        outputs = _small_case_outputs(task, case, inputs)
-        if outputs is None:
-            return CaseInterface(case.name, inputs, attrs, None,
+        if isinstance(exc, NpuUnavailable):
+            return CaseInterface(case.name, inputs, attrs, None, note=_reason(exc), error=_reason(exc))
+        small, error = _small_case_outputs(task, case, inputs)
+        if small is None:
+            return CaseInterface(case.name, inputs, attrs, None, error=error,
                                  note=f"the reference has no shape-only run: {_reason(exc)}")
+        outputs = small
     return CaseInterface(case.name, inputs, attrs, outputs)
 
 
-def _small_case_outputs(task: Task, case: TestCase, inputs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...] | None:
-    """The outputs of a case too small to matter (all inputs within SMALL_CASE_BYTES), run on the CPU; None
-    for anything larger, and for cases drawn from input groups (drawing one draws them all)."""
-    size = sum(math.prod(spec.shape) * getattr(torch, spec.dtype).itemsize for spec in inputs)
-    if size > SMALL_CASE_BYTES or "group" in case.params:
-        return None
+def task_runs(task: Task) -> tuple[list[dict[str, Any]], str | None]:
+    """Every case as it would run (its parameters, dtype and interface, JSON-ready), and why the task cannot
+    run at all, if it cannot: no cases, a reference that fails for sure, or a small case (`small_case_error`,
+    the only ones built with data here) whose inputs or reference fail on the CPU."""
+    if not task.cases:
+        return [], "the task has no test cases"
+    cases: list[dict[str, Any]] = []
+    problem = None
+    for case in task.cases:
+        interface = case_interface(task, case)
+        cases.append({**interface.to_dict(), "params": dict(case.params), "dtype": case.dtype})
+        error = interface.error or small_case_error(task, case, interface)
+        if error and problem is None:
+            problem = f"case {case.name}: {error}"
+    return cases, problem
+
+
+def small_case_error(task: Task, case: TestCase, interface: CaseInterface) -> str:
+    """Why a small case (inputs within SMALL_CASE_BYTES) fails when built and run on the CPU for real (its
+    inputs or its reference), or '' when it runs, or is larger, or its size is unknown."""
+    if interface.inputs is None or tensor_bytes(interface.inputs) > SMALL_CASE_BYTES or "group" in case.params:
+        return ""
+    try:
+        instance = task.instantiate(case, 0)
+    except Exception as exc:
+        return f"its inputs cannot be made on the CPU: {_reason(exc)}"
+    try:
+        with torch.inference_mode():
+            instance.reference()
+    except Exception as exc:
+        return f"the reference fails on the CPU: {_reason(exc)}"
+    return ""
+
+
+def tensor_bytes(specs: tuple[TensorSpec, ...]) -> int:
+    """The bytes these tensors take (shapes times element sizes)."""
+    return sum(math.prod(spec.shape) * getattr(torch, spec.dtype).itemsize for spec in specs)
+
+
+def _small_case_outputs(task: Task, case: TestCase,
+                        inputs: tuple[TensorSpec, ...]) -> tuple[tuple[TensorSpec, ...] | None, str]:
+    """The outputs of a case too small to matter (all inputs within SMALL_CASE_BYTES), run on the CPU, or
+    None and why the run failed (''  where it was not tried: a larger case, or one drawn from input groups,
+    where drawing one draws them all)."""
+    if tensor_bytes(inputs) > SMALL_CASE_BYTES or "group" in case.params:
+        return None, ""
     try:
         instance = task.instantiate(case, 0)
         with torch.inference_mode():
-            return _specs(instance.reference())
-    except Exception:
-        return None
+            return _specs(instance.reference()), ""
+    except Exception as exc:
+        return None, f"the reference fails on the CPU: {_reason(exc)}"
 
 
 def _reason(exc: BaseException) -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from kernelsage.tasks.scaling import Scaling
 
 Scalar = int | float | bool | str | tuple[int, ...]
 CustomCheck = Callable[["TestCase", tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]], bool]
@@ -68,6 +71,13 @@ class TaskOrigin:
     format: str  # "suite" | "kernelbench" | "npukernelbench"
     root: str  # the suite directory the id is relative to
     path: str  # the file or folder that defines the task
+    scaling: Scaling | None = None  # the cases fitted to a byte budget (kernelsage.tasks.scaling), if any
+
+    def __post_init__(self) -> None:
+        if isinstance(self.scaling, Mapping):  # back from JSON (a worker's payload)
+            from kernelsage.tasks.scaling import Scaling
+
+            object.__setattr__(self, "scaling", Scaling.from_dict(self.scaling))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -54,3 +54,12 @@ def _register_builtin() -> None:
         from kernelsage.tools.cpu.backend import CpuBackend
 
         register_backend("cpu", CpuBackend)
+    if "ascend" not in _FACTORIES:
+        register_backend("ascend", _ascend_backend)
+
+
+def _ascend_backend(**options: object) -> KernelBackend:
+    # Imported when asked for: the ascend backend checks CANN and the NPUs when it is built (never torch_npu).
+    from kernelsage.tools.ascend.backend import AscendBackend
+
+    return AscendBackend(**options)  # type: ignore[arg-type]

@@ -60,6 +60,11 @@ class Comparison:
     sum_rel: float
     n_rel: int
     mismatches: list[Mismatch]
+    # Over the failing elements alone (0 when nothing failed): those whose reference is 0 have no relative
+    # error and are counted instead; the largest |reference| gives their absolute error a scale.
+    n_mismatch_zero_reference: int = 0
+    max_rel_failing: float = 0.0
+    max_abs_reference: float = 0.0
 
 
 def compare_output(expected: torch.Tensor, actual: torch.Tensor, tolerance: Tolerance, trial: int,
@@ -103,18 +108,31 @@ def compare_output(expected: torch.Tensor, actual: torch.Tensor, tolerance: Tole
         rel_valid &= exp_finite & act_finite
     rel = torch.where(rel_valid, rel, torch.zeros_like(rel))
     n_rel = int(torch.count_nonzero(rel_valid))
+    n_mismatch = int(torch.count_nonzero(failed))
+    failing = _failing_statistics(failed, exp, rel, exp_finite) if n_mismatch else {}
     positions = torch.nonzero(failed).reshape(-1)[:MAX_REPORTED_MISMATCHES].tolist()
     shape = tuple(expected.shape)
     mismatches = [Mismatch(output=output_index, index=_unravel(p, shape), expected=float(exp[p]),
                            actual=float(act[p])) for p in positions]
     return Comparison(
-        n_elements=exp.numel(), n_mismatch=int(torch.count_nonzero(failed)),
+        n_elements=exp.numel(), n_mismatch=n_mismatch,
         n_unwritten=int(torch.count_nonzero(unwritten)),
         n_nonfinite=n_nonfinite,
         max_abs=float(diff.max()) if diff.numel() else 0.0, sum_abs=float(diff.sum(dtype=torch.float64)),
         max_rel=float(rel.max()) if n_rel else 0.0, sum_rel=float(rel.sum(dtype=torch.float64)),
-        n_rel=n_rel, mismatches=mismatches,
+        n_rel=n_rel, mismatches=mismatches, **failing,
     )
+
+
+def _failing_statistics(failed: torch.Tensor, exp: torch.Tensor, rel: torch.Tensor,
+                        exp_finite: torch.Tensor) -> dict[str, float | int]:
+    """What the failing elements' errors mean: computed only for outputs that failed, so passing costs nothing."""
+    finite_magnitude = torch.where(exp_finite, exp.abs(), torch.zeros_like(exp))
+    return {
+        "n_mismatch_zero_reference": int(torch.count_nonzero(failed & (exp == 0))),
+        "max_rel_failing": float(torch.where(failed, rel, torch.zeros_like(rel)).max()),
+        "max_abs_reference": float(finite_magnitude.max()) if finite_magnitude.numel() else 0.0,
+    }
 
 
 def _unravel(position: int, shape: tuple[int, ...]) -> list[int]:

@@ -3,8 +3,9 @@
 `detect()` probes once whether bubblewrap works here; `sandboxed(...)` builds the command line that runs a
 program isolated: all namespaces unshared (user, pid, net, ipc, uts, cgroup; no nested user namespaces),
 uid/gid 65534 with every capability dropped, a new session, an empty environment plus an explicit one,
-read-only /usr (and the /bin, /lib... links to it), its own /proc and a minimal /dev, a small private /tmp,
-and only the binds the caller names: never /etc, /root, the home, the project or the build cache. Resource
+read-only /usr (and the /bin, /lib... links to it; or, for a program that needs nothing but its shared
+libraries, only those files: `system_files`), its own /proc and a minimal /dev, a small private /tmp, and
+only the binds the caller names: never /etc, /root, the home, the project or the build cache. Resource
 limits (address space, CPU time, file size, processes, no core files) are set by util-linux's `prlimit`
 before bubblewrap starts, so every process of the sandbox inherits them. As root, bubblewrap itself runs as
 the unprivileged user 65534, so the sandbox is not root on the host even through the user namespace.
@@ -167,14 +168,31 @@ def _system_mounts() -> list[str]:
     return args
 
 
+def runtime_mounts(files: Sequence[str]) -> list[str]:
+    """Only these files of the system (each bound read-only where the dynamic loader looks for it: its
+    directory resolved, its own name kept), plus the /bin, /lib... links: nothing else of /usr exists."""
+    args = []
+    for name in SYSTEM_LINKS:
+        path = Path("/", name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+    for file in files:
+        where = Path(os.path.realpath(Path(file).parent)) / Path(file).name
+        args += ["--ro-bind", os.path.realpath(file), str(where)]
+    return args
+
+
 def sandboxed(isolation: Isolation, command: Sequence[str], *, env: Mapping[str, str],
               limits: Rlimits | None = None, ro_binds: Sequence[tuple[str, str]] = (),
               rw_binds: Sequence[tuple[str, str]] = (), data_files: Sequence[tuple[int, str, int]] = (),
-              chdir: str = "/", tmp_bytes: int = 64 << 20, info_fd: int | None = None) -> list[str]:
+              chdir: str = "/", tmp_bytes: int = 64 << 20, info_fd: int | None = None,
+              system_files: Sequence[str] | None = None) -> list[str]:
     """The command line that runs `command` isolated (or merely limited, at level "none").
 
     `ro_binds` / `rw_binds` are (host path, sandbox path); `data_files` are (fd, sandbox path, mode): bubblewrap
     copies the fd's contents into a read-only file. Pass the fds with `pass_fds` and `popen_options`.
+    `system_files`, when given, replaces the read-only system directories by these files alone (see
+    `runtime_mounts`): a program that needs only its shared libraries finds nothing else to open or load.
     """
     if not isolation.available:
         return [*limits_prefix(limits), *command]
@@ -182,7 +200,7 @@ def sandboxed(isolation: Isolation, command: Sequence[str], *, env: Mapping[str,
     args = [isolation.bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
             "--unshare-cgroup-try", *nested, "--uid", str(SANDBOX_ID), "--gid", str(SANDBOX_ID),
             "--hostname", "kernelsage", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
-            *_system_mounts(), "--proc", "/proc", "--dev", "/dev", "--size", str(int(tmp_bytes)), "--tmpfs", "/tmp"]
+            *(_system_mounts() if system_files is None else runtime_mounts(system_files)), "--proc", "/proc", "--dev", "/dev", "--size", str(int(tmp_bytes)), "--tmpfs", "/tmp"]
     for source, target in ro_binds:
         args += ["--ro-bind", source, target]
     for source, target in rw_binds:

@@ -103,12 +103,23 @@ class CaseResult(Record):
     n_unwritten: int = 0
     max_abs_error: float = 0.0
     mean_abs_error: float = 0.0
-    max_rel_error: float = 0.0
-    mean_rel_error: float = 0.0
+    max_rel_error: float = 0.0  # over all elements whose reference is finite and non-zero
+    mean_rel_error: float = 0.0  # likewise
     atol: float = 0.0
     rtol: float = 0.0
-    mismatches: list[Mismatch] = Field(default_factory=list)
+    mismatches: list[Mismatch] = Field(default_factory=list)  # the first failing elements, in flat order
     message: str = ""
+    # Statistics of the failing elements alone (None: not measured, e.g. a record from an older version).
+    # Where the reference is 0 no relative error exists: those elements are counted, and the largest |reference|
+    # names the scale their absolute error is to be read against.
+    n_mismatch_zero_reference: int | None = None  # failing elements whose reference is exactly 0
+    max_rel_error_failing: float | None = None  # max |got - expected| / |expected| over failing, expected != 0
+    max_abs_reference: float | None = None  # the largest finite |reference| in the case's outputs
+
+    @property
+    def mismatch_fraction(self) -> float:
+        """The share of elements that failed (0 when the case produced no outputs)."""
+        return self.n_mismatch / self.n_elements if self.n_elements else 0.0
 
 
 class VerifyResult(Record):

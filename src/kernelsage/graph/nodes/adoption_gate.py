@@ -58,7 +58,7 @@ def make_adoption_gate_node(resources: AgentResources) -> Callable[..., dict[str
                             ids=[item.id for item in asked], items=render_memory(asked))
             try:
                 answer = call_model(model, [system_message(resources.backend.name), HumanMessage(prompt)],
-                                    run_config(state, "adoption_gate", model_name(model)))
+                                    run_config(state, "adoption_gate", model_name(model), round_no=round_no + 1))
             except ModelCallError as exc:
                 return {"pending": None, "attempts": [failed_round(round_no, state, "model_error", str(exc),
                                                                    pending.prompt_tokens)]}

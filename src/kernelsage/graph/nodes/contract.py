@@ -1,8 +1,10 @@
 """The kernel's contract in every writing prompt, whatever the memory shows: the backend's ABI header
 (its contract comment, types, entry point and helper signatures) and every test case's tensors.
 
-The header is read as a data file of the backend's package (`kernelsage.tools.<backend>`, `*.h`), so the
-graph does not import the backend's code; a backend without a header contributes no text.
+The contract comes from the backend's package (`kernelsage.tools.<backend>`), read as data files so the graph
+does not import the backend's code: its `prompt_contract.md` (the files a candidate consists of, their roles,
+how they are built; the part after a `<!-- details -->` line is left out of compact prompts), then the
+essentials of each ABI header (`*.h`). A backend with neither contributes no text.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import threading
 from functools import cache
 from importlib import resources
+from importlib.abc import Traversable
 
 from kernelsage.tasks.model import Task, describe_interface
 
+CONTRACT_FILE = "prompt_contract.md"
+DETAILS_MARK = "<!-- details -->"
 MAX_CASES_SHOWN = 12  # a suite with many cases shows the first ones and counts the rest
 COMPACT_CASES_SHOWN = 3  # in a prompt shrunk to fit the model's window
 _interfaces: dict[tuple[str, int, bool], str] = {}
@@ -28,13 +33,21 @@ def kernel_contract(backend: str, compact: bool = False) -> str:
     except ModuleNotFoundError:
         package = None
     headers = sorted((e for e in package.iterdir() if e.name.endswith(".h")), key=lambda e: e.name) if package else []
-    parts = []
+    parts = [written_contract(package, compact)] if package and package.joinpath(CONTRACT_FILE).is_file() else []
     for header in headers:
         text = header_essentials(header.read_text(encoding="utf-8"))
         if compact and text.startswith("/*"):
             text = text[text.find("*/") + 2:].strip()
         parts.append(f"```c\n// {header.name}: #include it\n{text}\n```")
     return "\n\n".join(parts) or f"(the {backend} backend documents no ABI header: follow the interface below)"
+
+
+def written_contract(package: Traversable, compact: bool) -> str:
+    """The backend's own contract text; `compact` keeps what precedes the details mark."""
+    text = package.joinpath(CONTRACT_FILE).read_text(encoding="utf-8")
+    if compact:
+        text = text.split(DETAILS_MARK, 1)[0]
+    return text.replace(DETAILS_MARK, "").strip()
 
 
 def header_essentials(source: str) -> str:

@@ -27,6 +27,7 @@ from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState, attempts
 from kernelsage.models.factory import model_name
 from kernelsage.tools.agent_tools import KernelSession, make_kernel_tools
+from kernelsage.tools.diagnostics import by_severity, describe_mismatch, mismatch_statistics
 from kernelsage.tools.redaction import redact
 
 MAX_TOOL_ROUNDS = 4  # tool calls before the model must answer
@@ -34,24 +35,23 @@ log = logging.getLogger(__name__)
 
 
 def evidence_of(attempt: Attempt) -> str:
-    """The failure as the backend reported it: compiler errors, first mismatches, stderr."""
+    """The failure as the backend reported it: compiler messages (errors first), the first failing case's
+    statistics and elements, stderr."""
     lines = [summarise_attempt(attempt)]
     evaluation = attempt.evaluation
     if evaluation is None:
         return lines[0]
-    for error in evaluation.compile.errors[:8]:
-        lines.append(bound(f"{error.file}:{error.line}:{error.column}: {error.severity}: {error.message}",
+    for message in by_severity(evaluation.compile.errors)[:8]:
+        lines.append(bound(f"{message.file}:{message.line}:{message.column}: {message.severity}: {message.message}",
                            MAX_SUMMARY_CHARS))
     verify = evaluation.verify
     failure = verify.first_failure() if verify else None
-    if failure is not None:
-        lines.append(
-            f"case {failure.case} trial {failure.trial}: {failure.status.value}, {failure.n_mismatch} of "
-            f"{failure.n_elements} elements wrong ({failure.n_unwritten} never written), max abs error "
-            f"{failure.max_abs_error:.3g}, max rel error {failure.max_rel_error:.3g}")
-        for mismatch in failure.mismatches[:5]:
-            lines.append(f"  output {mismatch.output} index {mismatch.index}: expected {mismatch.expected}"
-                         f" got {mismatch.actual}")
+    if failure is not None and failure.n_elements:
+        lines.append(f"case {failure.case} trial {failure.trial}: {failure.status.value}, "
+                     + "; ".join(mismatch_statistics(failure)))
+        lines += [f"  {describe_mismatch(m)}" for m in failure.mismatches[:5]]
+    elif failure is not None:
+        lines.append(f"case {failure.case} trial {failure.trial}: {failure.status.value}: {failure.message}")
     if verify is not None and verify.stderr_tail:
         lines.append("stderr: " + verify.stderr_tail[-800:])
     return "\n".join(lines)

@@ -14,12 +14,14 @@ from kernelsage.models.retry import invoke_with_retry
 TRUNCATED_FINISH_REASONS = ("length", "max_tokens")  # OpenAI-compatible servers; Anthropic
 
 
-def run_config(state: EpisodeState, role: str, model_name: str) -> RunnableConfig:
-    """Names and metadata of a model call, for tracing (free when tracing is off)."""
+def run_config(state: EpisodeState, role: str, model_name: str, *, round_no: int | None = None) -> RunnableConfig:
+    """Names and metadata of a model call, for tracing (free when tracing is off). `round_no` is the round the
+    call belongs to; by default the last round done (a call that writes the next round passes its number)."""
+    round_no = state.get("round", 0) if round_no is None else round_no
     return RunnableConfig(
-        run_name=f"{role} round {state.get('round', 0)}",
+        run_name=f"{role} round {round_no}",
         tags=[f"role:{role}", f"stage:{stage_of(state)}"],
-        metadata={"role": role, "round": state.get("round", 0), "stage": stage_of(state),
+        metadata={"role": role, "round": round_no, "stage": stage_of(state),
                   "operator": state.get("operator", state["task_id"]), "episode_id": state.get("episode_id"),
                   "model": model_name},
     )

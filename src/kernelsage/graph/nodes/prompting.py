@@ -12,6 +12,7 @@ from kernelsage.graph.nodes.bounds import MAX_CODE_CHARS, MAX_DIAGNOSIS_CHARS, M
 from kernelsage.graph.records import Attempt, PromptItem
 from kernelsage.graph.state import EpisodeState, attempts
 from kernelsage.parsing import ANSWER_FORMAT
+from kernelsage.tools.diagnostics import first_error as compiler_first_error
 from kernelsage.tools.results import CompilerMessage
 
 HISTORY_ATTEMPTS = 3  # the prompt shows only the last few attempts: the history stays bounded
@@ -48,10 +49,13 @@ def render_memory(shown: list[PromptItem], *, compact: bool = False) -> str:
 
 
 def first_error(attempt: Attempt) -> CompilerMessage | None:
-    """The compiler's first error (an error before any warning or note; the first message if none is one)."""
-    messages = attempt.evaluation.compile.errors if attempt.evaluation is not None else []
-    errors = [m for m in messages if "error" in m.severity.lower()]
-    return (errors or list(messages) or [None])[0]
+    """The compiler's first message of severity error (a warning or a note never stands in for one)."""
+    return compiler_first_error(attempt.evaluation.compile.errors) if attempt.evaluation is not None else None
+
+
+def last_log_line(log: str) -> str:
+    """The last non-empty line of a compiler log (what it said when no error line could be parsed)."""
+    return next((line.strip() for line in reversed(log.splitlines()) if line.strip()), "")
 
 
 def summarise_attempt(attempt: Attempt) -> str:
@@ -63,9 +67,11 @@ def summarise_attempt(attempt: Attempt) -> str:
         return text + (f"; {attempt.detail}" if attempt.detail else "")
     first = first_error(attempt)
     if first is not None:
-        text += f"; first {first.severity} line {first.line}: {first.message}"
+        text += f"; first error line {first.line}: {first.message}" if first.line else f"; first error: {first.message}"
     elif evaluation.compile.reason:
         text += f"; {evaluation.compile.reason}"
+    elif not evaluation.compile.ok and last_log_line(evaluation.compile.log):
+        text += f"; the compiler's output ends: {last_log_line(evaluation.compile.log)}"
     if evaluation.verify is not None and evaluation.verify.message:
         text += f"; {evaluation.verify.message}"
     return bound(" ".join(text.split("\n")), MAX_SUMMARY_CHARS)

@@ -68,8 +68,8 @@ def write_candidate(*, role: str, model: BaseChatModel, resources: AgentResource
     if compact_prompt is not None and not fits_window(base):
         base, shrunk = [system, HumanMessage(compact_prompt())], True
     messages = base
-    config = run_config(state, role, model_name(model))
     round_no = state.get("round", 0) + 1
+    config = run_config(state, role, model_name(model), round_no=round_no)
     status, detail, tokens = "parse_error", "", None
     asks = 0
     while asks <= context.max_parse_retries:

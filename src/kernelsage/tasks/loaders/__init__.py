@@ -3,6 +3,7 @@ its repository lays it out (at the repository root or any folder below)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kernelsage.errors import TaskLoadError, UnknownTaskError
@@ -13,6 +14,7 @@ from kernelsage.tasks.loaders.suite import load_suite_dir, load_suite_file
 from kernelsage.tasks.model import Task, TaskOrigin
 from kernelsage.tasks.suites import BUILTIN_SUITE
 
+SHAPE_BUDGET_ENV = "KERNELSAGE_SHAPE_BUDGET"
 FORMATS = ("auto", "suite", "kernelbench", "multikernelbench", "npukernelbench")
 
 __all__ = ["FORMATS", "LoadProblem", "LoadReport", "detect_format", "find_task", "load_suite", "load_task"]
@@ -59,10 +61,14 @@ def detect_format(path: Path) -> str:
     return "suite"
 
 
-def load_suite(source: str | Path = "builtin", format: str = "auto") -> LoadReport:
-    """Load every task of a suite; broken tasks are reported in `problems` and skipped."""
+def load_suite(source: str | Path = "builtin", format: str = "auto", *,
+               shape_budget: int | str | None = None) -> LoadReport:
+    """Load every task of a suite; broken tasks are reported in `problems` and skipped. With a
+    `shape_budget` (bytes, or a size such as '64MiB'; default: KERNELSAGE_SHAPE_BUDGET, unset for none), each
+    case's shapes are scaled down until its inputs and outputs fit it (`kernelsage.tasks.scaling`)."""
     if format not in FORMATS:
         raise TaskLoadError(f"unknown task format {format!r}; choose one of {', '.join(FORMATS)}")
+    budget = shape_budget_bytes(shape_budget)
     root = suite_root(resolve_source(source))
     chosen = detect_format(root) if format == "auto" else format
     loader = {"suite": load_suite_dir, "kernelbench": load_kernelbench_dir, "multikernelbench": load_kernelbench_dir,
@@ -72,11 +78,32 @@ def load_suite(source: str | Path = "builtin", format: str = "auto") -> LoadRepo
         problems = "; ".join(f"{p.path}: {p.message}" for p in report.problems[:3])
         raise TaskLoadError(f"{root}: no task loaded as {chosen}" + (f" ({problems})" if problems else
                                                                     " (no task files found; check --format)"))
+    if budget is not None:
+        from kernelsage.tasks.scaling import scale_task  # it builds on the loaders' stand-ins
+
+        report.tasks = [scale_task(task, budget) for task in report.tasks]
     return report
 
 
+def shape_budget_bytes(shape_budget: int | str | None) -> int | None:
+    """The budget in bytes: the argument, else KERNELSAGE_SHAPE_BUDGET, else None (no scaling)."""
+    from kernelsage.tasks.scaling import parse_bytes
+
+    if shape_budget is None:
+        shape_budget = os.environ.get(SHAPE_BUDGET_ENV) or None
+    return None if shape_budget is None else parse_bytes(shape_budget)
+
+
 def load_task(origin: TaskOrigin, task_id: str) -> Task:
-    """Load one task again from where it came from (what a worker process does)."""
+    """Load one task again from where it came from (what a worker process does), with the cases its origin
+    records when they were scaled to a budget."""
+    from kernelsage.tasks.scaling import apply_scaling
+
+    task = _load_task(origin, task_id)
+    return apply_scaling(task, origin.scaling) if origin.scaling is not None else task
+
+
+def _load_task(origin: TaskOrigin, task_id: str) -> Task:
     path, root = Path(origin.path), Path(origin.root)
     if origin.format == "suite":
         for task in load_suite_file(path, root):

@@ -20,10 +20,13 @@ from kernelsage.tasks.model import Task
 
 @dataclass(frozen=True)
 class LoadProblem:
-    """A task file that could not be loaded, and why."""
+    """A task file that could not be loaded, and why (with the id and level it would have had, where a file
+    or folder is one task)."""
 
     path: str
     message: str
+    task_id: str = ""
+    level: int = 1
 
 
 @dataclass
@@ -37,14 +40,17 @@ class LoadReport:
         return next((task for task in self.tasks if task.id == task_id), None)
 
 
-def collect(sources: Iterable[Path], load_one: Callable[[Path], Task]) -> LoadReport:
-    """Load one task per source; a source that fails is reported and skipped, never fatal."""
+def collect(sources: Iterable[Path], load_one: Callable[[Path], Task],
+            identify: Callable[[Path], tuple[str, int]] | None = None) -> LoadReport:
+    """Load one task per source; a source that fails is reported and skipped, never fatal. `identify(source)`
+    gives the id and level a failed source's task would have had."""
     report = LoadReport()
     for source in sources:
         try:
             report.tasks.append(load_one(source))
         except TaskLoadError as exc:
-            report.problems.append(LoadProblem(str(source), str(exc)))
+            task_id, level = identify(source) if identify else ("", 1)
+            report.problems.append(LoadProblem(str(source), str(exc), task_id, level))
     return report
 
 

@@ -9,9 +9,11 @@ them): each group is a test case, and the first is the performance case, as upst
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -76,14 +78,53 @@ def load_kernelbench_file(path: Path, root: Path) -> Task:
         cases = tuple(TestCase(name=f"group_{i}", params={"group": i}) for i in range(count_groups(groups, path)))
         make_inputs = lambda case: groups()[case["group"]]  # noqa: E731 - the suite draws every group at once
     else:
-        cases = (TestCase(name="default"),)
+        cases = (TestCase(name="default", params=size_globals(module)),)
         make_inputs = lambda case: module.get_inputs()  # noqa: E731
     return Task(
         id=task_id_for(path, root), level=suite_level(path, root), category=category,
         description=description, cases=cases, perf_case=cases[0],
-        instantiate=module_instantiate(model_class, make_inputs, lambda case: module.get_init_inputs()),
+        instantiate=module_instantiate(model_class, make_inputs, lambda case: module.get_init_inputs(),
+                                       scope=lambda case: module_globals(module, case.params)),
         origin=TaskOrigin(format="kernelbench", root=str(root), path=str(path)),
     )
+
+
+def _is_size(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, (tuple, list)) and bool(value)
+                                      and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
+
+
+def size_globals(module: ModuleType) -> dict[str, Any]:
+    """The module-level sizes the input factories read (`batch_size = 16`, `dim = 16384`, `shape = (4, 8)`):
+    the parameters of a KernelBench file's one case, which a shape budget may scale (`tasks.scaling`)."""
+    names: list[str] = []
+    for function in ("get_inputs", "get_init_inputs"):
+        code = getattr(getattr(module, function, None), "__code__", None)
+        names += [name for name in (code.co_names if code else ()) if name not in names]
+    return {name: module.__dict__[name] for name in names if _is_size(module.__dict__.get(name))}
+
+
+_GLOBALS_LOCK = threading.RLock()  # one case's sizes at a time in a module's globals
+
+
+@contextmanager
+def module_globals(module: ModuleType, params: Mapping[str, Any]) -> Iterator[None]:
+    """The case's sizes set as the module's globals while its code runs (the upstream values otherwise)."""
+    changed = {name: value for name, value in params.items()
+               if name in module.__dict__ and module.__dict__[name] != value}
+    if not changed:
+        yield
+        return
+    with _GLOBALS_LOCK:
+        saved = {name: module.__dict__[name] for name in changed}
+        module.__dict__.update({name: type(saved[name])(value) if isinstance(value, list) else value
+                                for name, value in changed.items()})
+        try:
+            yield
+        finally:
+            module.__dict__.update(saved)
 
 
 def count_groups(groups: Callable[[], list[Any]], path: Path) -> int:
@@ -114,4 +155,5 @@ def _nonempty(count: int, path: Path) -> int:
 
 
 def load_kernelbench_dir(root: Path) -> LoadReport:
-    return collect(kernelbench_files(root), lambda path: load_kernelbench_file(path, root))
+    return collect(kernelbench_files(root), lambda path: load_kernelbench_file(path, root),
+                   lambda path: (task_id_for(path, root), suite_level(path, root)))

@@ -119,12 +119,13 @@ def load_npu_task(folder: Path, root: Path) -> Task:
     model_class = reference_model(module, prepare, module_path=validation / "module.py",
                                   inputs_path=validation / "prepare_inputs.py", signature="param, device")
     relative = folder.relative_to(root) if folder != root else Path(folder.name)
+    task_id, level = npu_identity(folder, root)
     description = (folder / "api_desc.md").read_text(encoding="utf-8").strip()
     for name in ("module.py", "prepare_inputs.py"):
         description += f"\n\nvalidation/{name}:\n" + (validation / name).read_text(encoding="utf-8")
     perf = max(cases, key=case_size)  # max keeps the first of equals
     return Task(
-        id=relative.as_posix(), level=level_from_path(relative.parts),
+        id=task_id, level=level,
         category=relative.parent.name or "npukernelbench", description=description,
         cases=tuple(cases), perf_case=perf,
         instantiate=module_instantiate(
@@ -156,4 +157,11 @@ def _custom_check(prepare: Any) -> CustomCheck | None:
 
 
 def load_npu_dir(root: Path) -> LoadReport:
-    return collect(task_folders(root), lambda folder: load_npu_task(folder, root))
+    return collect(task_folders(root), lambda folder: load_npu_task(folder, root),
+                   lambda folder: npu_identity(folder, root))
+
+
+def npu_identity(folder: Path, root: Path) -> tuple[str, int]:
+    """The id and level of the task in `folder`: its path below the suite folder, the level on that path."""
+    relative = folder.relative_to(root) if folder != root else Path(folder.name)
+    return relative.as_posix(), level_from_path(relative.parts)

@@ -13,7 +13,6 @@ import os
 import secrets
 import shutil
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,8 @@ from kernelsage.tools.cpu.cache import BuildCache
 from kernelsage.tools.cpu.jobs import read_library
 from kernelsage.tools.cpu.profile import DEFAULT_SETS
 from kernelsage.tools.diagnostics import parse_compiler_output
-from kernelsage.tools.isolation import Isolation, give_to_sandbox, require, unsafe_requested
+from kernelsage.tools.isolated_backend import IsolatedBackend
+from kernelsage.tools.isolation import Isolation, give_to_sandbox
 from kernelsage.tools.redaction import redact
 from kernelsage.tools.results import (
     Artifact,
@@ -46,21 +46,54 @@ from kernelsage.tools.timing import DEFAULT_REPS, DEFAULT_WARMUP
 JOBS = "kernelsage.tools.cpu.jobs"
 
 
-class UnsafeIsolationWarning(RuntimeWarning):
-    """Candidate code runs without isolation because the unsafe flag was given."""
-
-
 def default_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-class CpuBackend:
+MEMORY_LIMIT_ENV = "KERNELSAGE_CPU_MEMORY_MB"
+TIME_LIMIT_ENV = "KERNELSAGE_CPU_TIME_LIMIT_S"
+DEFAULT_RUN_LIMITS = Limits(wall_s=60, cpu_s=120)
+
+
+def run_limits_for(memory_limit_mb: int | None, time_limit_s: float | None) -> Limits:
+    """Verify and profile limits from the two settings a user gives: `memory_limit_mb` bounds both the
+    judge (references, inputs, outputs) and the kernel beyond its tensors; `time_limit_s` is the job's wall
+    clock for the kernel's work, with twice that in CPU time (threads) and at least as long for the judge's
+    own work (references of large cases take as long). Unset settings keep DEFAULT_RUN_LIMITS."""
+    limits = DEFAULT_RUN_LIMITS
+    if memory_limit_mb is not None:
+        if memory_limit_mb < 64:
+            raise BackendError(f"memory limit {memory_limit_mb} MiB: give at least 64 MiB")
+        limits = dataclasses.replace(limits, memory_bytes=memory_limit_mb << 20,
+                                     harness_memory_bytes=memory_limit_mb << 20)
+    if time_limit_s is not None:
+        if time_limit_s <= 0:
+            raise BackendError(f"time limit {time_limit_s} s: give a positive number of seconds")
+        limits = dataclasses.replace(limits, wall_s=float(time_limit_s), cpu_s=2.0 * time_limit_s,
+                                     harness_wall_s=max(limits.harness_wall_s, float(time_limit_s)))
+    return limits
+
+
+def _env_number(name: str, kind: type[int] | type[float]) -> Any:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        raise BackendError(f"{name}={text!r}: expected a number") from None
+
+
+class CpuBackend(IsolatedBackend):
     """compile / verify / profile of CPU candidates, each step in a job of one warm sandbox worker.
 
     The reference runs on CPU torch with `torch.set_num_threads(threads)`, and the kernel sees
     OMP_NUM_THREADS=threads, so both sides get the same cores. `unsafe_no_isolation=True` (or
     KERNELSAGE_UNSAFE_NO_ISOLATION=1) lets candidates run where bubblewrap is not available, with a warning;
     without it such a machine refuses them (IsolationUnavailableError).
+
+    `memory_limit_mb` and `time_limit_s` (default: KERNELSAGE_CPU_MEMORY_MB, KERNELSAGE_CPU_TIME_LIMIT_S) set
+    the verify and profile jobs' limits (`run_limits_for`) unless `run_limits` is given whole.
     """
 
     name = "cpu"
@@ -71,6 +104,7 @@ class CpuBackend:
         cache_dir: str | Path | None = None, trials: int = 3, warmup: int = DEFAULT_WARMUP,
         reps: int = DEFAULT_REPS, compile_limits: Limits | None = None, run_limits: Limits | None = None,
         profile_sets: int = DEFAULT_SETS, unsafe_no_isolation: bool = False, isolation: Isolation | None = None,
+        memory_limit_mb: int | None = None, time_limit_s: float | None = None,
     ) -> None:
         self.threads = threads or default_threads()
         self.compiler = compiler
@@ -81,10 +115,10 @@ class CpuBackend:
         self.reps = reps
         self.profile_sets = profile_sets
         self.compile_limits = compile_limits or Limits(wall_s=60, cpu_s=60)
-        self.run_limits = run_limits or Limits(wall_s=60, cpu_s=120)
-        self.unsafe_no_isolation = unsafe_requested(unsafe_no_isolation)
-        self._isolation = isolation  # tests may pass one; otherwise detected on first use
-        self._warned = False
+        self.run_limits = run_limits or run_limits_for(
+            memory_limit_mb if memory_limit_mb is not None else _env_number(MEMORY_LIMIT_ENV, int),
+            time_limit_s if time_limit_s is not None else _env_number(TIME_LIMIT_ENV, float))
+        self._init_isolation(unsafe_no_isolation, isolation)
         self._cache = BuildCache(self.cache_dir, self.name)
         self._runner: tuple[Path, str] | None = None
         self._sandbox = Sandbox(threads=self.threads, preload=(JOBS,))
@@ -98,20 +132,7 @@ class CpuBackend:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def isolation(self) -> Isolation:
-        """The isolation in use; raises IsolationUnavailableError where there is none and no unsafe flag."""
-        isolation = self._isolation = require(unsafe=self.unsafe_no_isolation, isolation=self._isolation)
-        if not isolation.available and not self._warned:
-            self._warned = True
-            warnings.warn(f"UNSAFE: kernelsage compiles and runs candidate code WITHOUT ISOLATION "
-                          f"({isolation.problem}); it can read your files and environment",
-                          UnsafeIsolationWarning, stacklevel=3)
-        return isolation
 
-    def _limits(self, limits: Limits) -> Limits:
-        # The judge needs no network namespace under bubblewrap; without it, it keeps what it can.
-        return dataclasses.replace(limits, isolate_network=not self.isolation.available)
 
     # compile ---------------------------------------------------------------------------------------------
 

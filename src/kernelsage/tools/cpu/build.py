@@ -23,6 +23,7 @@ from kernelsage.tools.cpu.symbols import POLICY_VERSION
 LIBRARY_NAME = "kernel.so"
 SOURCE_SUFFIXES = (".cpp", ".cc", ".cxx")
 HEADER_SUFFIXES = (".h", ".hpp", ".hh")
+MAX_COMPILER_ERRORS = 20  # the compiler stops after this many errors: the first ones are what matters
 DEFAULT_FLAGS = (
     "-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-Wall",
     # Fail at build time, not at load time, when ks_kernel is missing or a symbol is undefined.
@@ -56,7 +57,7 @@ def compiler_identity(compiler: str) -> str:
 
 
 def cache_key(files: dict[str, str], flags: tuple[str, ...], compiler: str) -> str:
-    material = json.dumps({"files": sorted(files.items()), "flags": list(flags),
+    material = json.dumps({"files": sorted(files.items()), "flags": [*flags, error_limit_flag(compiler)],
                            "compiler": compiler_identity(compiler), "header": HEADER.read_text(),
                            "symbol_policy": POLICY_VERSION, "locale": locale()})
     return hashlib.sha256(material.encode()).hexdigest()[:32]
@@ -77,5 +78,11 @@ def check_file_names(files: dict[str, str]) -> str:
     return ""
 
 
+def error_limit_flag(compiler: str) -> str:
+    """The flag that stops the compiler after MAX_COMPILER_ERRORS errors (clang spells it differently)."""
+    name = Path(compiler).name
+    return f"-ferror-limit={MAX_COMPILER_ERRORS}" if "clang" in name else f"-fmax-errors={MAX_COMPILER_ERRORS}"
+
+
 def compile_command(compiler: str, flags: tuple[str, ...], source: str) -> list[str]:
-    return [compiler, *flags, "-I.", "-o", LIBRARY_NAME, source]
+    return [compiler, *flags, error_limit_flag(compiler), "-I.", "-o", LIBRARY_NAME, source]

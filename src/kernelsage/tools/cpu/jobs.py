@@ -22,12 +22,13 @@ from kernelsage.tools.cpu import profile as profiling
 from kernelsage.tools.cpu.binaries import sealed_memfd
 from kernelsage.tools.cpu.build import locale
 from kernelsage.tools.cpu.symbols import forbidden_links, needed_libraries, undefined_symbols
+from kernelsage.tools.diagnostics import keep_start
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
 
 Emit = Callable[[dict[str, Any]], None]
-_TASKS: dict[tuple[str, str, str, float], Task] = {}
+_TASKS: dict[tuple[str, str, str, float, str], Task] = {}
 MAX_LIBRARY_BYTES = 256 << 20
-LOG_LIMIT = 20000
+LOG_LIMIT = 20000  # characters of compiler output kept: its start (the first errors) and its last lines
 TOOL_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"}
 
 
@@ -36,7 +37,7 @@ def prepare(payload: dict[str, Any]) -> Task | None:
     if "task" not in payload:
         return None
     origin = TaskOrigin(**payload["task"]["origin"])
-    key = (origin.format, origin.path, payload["task"]["id"], Path(origin.path).stat().st_mtime)
+    key = (origin.format, origin.path, payload["task"]["id"], Path(origin.path).stat().st_mtime, repr(origin.scaling))
     if key not in _TASKS:
         _TASKS[key] = load_task(origin, payload["task"]["id"])
     return _TASKS[key]
@@ -84,7 +85,7 @@ def build(payload: dict[str, Any], context: Any, emit: Emit) -> None:
         emit({"kind": "result", "data": {"timeout": True, "seconds": time.perf_counter() - started}})
         return
     data: dict[str, Any] = {"returncode": completed.returncode, "seconds": time.perf_counter() - started,
-                            "log": (completed.stdout + completed.stderr)[-LOG_LIMIT:]}
+                            "log": keep_start(completed.stdout + completed.stderr, LOG_LIMIT)}
     if completed.returncode == 0:
         emit({"kind": "phase", "phase": "inspect"})
         try:

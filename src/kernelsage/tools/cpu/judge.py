@@ -9,6 +9,8 @@ candidate.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -94,6 +96,18 @@ def run_reference(instance: CaseInstance, case: TestCase) -> tuple[torch.Tensor,
         raise HarnessFailure(f"the reference of case {case.name!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc mallopt parameters
+
+
+def keep_freed_memory() -> None:
+    """Let this (short-lived) process keep the memory it frees: the reference allocates its outputs on every
+    timed call, and memory handed back to the system and faulted in again would time page faults, unevenly."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None)
+        libc.mallopt(M_MMAP_MAX, 0)
+        libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+
+
 class Judge:
     """The trusted side of one verify or profile job: phases, the arena and the runner."""
 
@@ -113,6 +127,7 @@ class Judge:
         self._phase = ""
         self.log_tail = ""
         torch.set_num_threads(self.limits.threads)
+        keep_freed_memory()
 
     def phase(self, name: str) -> None:
         """Tell the worker what runs now: 'candidate' (its time and faults are the candidate's) or the harness's."""

@@ -1,34 +1,42 @@
-"""Profile: the candidate and the reference timed interleaved, by the judge's clock, on rotating input sets.
+"""Profile: the candidate and the reference timed interleaved, by the judge's clock, on inputs the kernel has
+never seen.
 
-The reference and the candidate alternate in batches of 5 calls on the same sequence of input sets (METHOD
-§8: 5 warm-ups, then 100 timed runs of each); a call goes:
+METHOD §8: 5 warm-ups, then 100 timed runs of each side. There are up to 4 input sets (`input_sets`: fewer,
+never under 2, when one set's inputs are large), visited in a fresh random order every round, each with its
+own place in the shared inputs. Every call gets fresh contents:
 
-1. The reference runs on input set s in the judge while the runner is frozen (SIGSTOP), so no thread of the
-   candidate competes with it; its time is the judge's perf_counter around the call.
-2. The call's output slot is chosen among slots whose previous content is the answer of *another* set, and
-   poisoned (small outputs in full, large ones at random positions); the runner is resumed and asked to run
-   ks_kernel on set s. Its time is the request/response round trip minus the median round trip of an empty
-   request (the calibration), measured before the timed calls.
-3. The runner is frozen as soon as its reply arrives, so a thread that keeps working after ks_kernel
-   returned finishes nothing; the checks wait until every thread is stopped, and come before it runs again. The output is checked in full
-   on the first call of the first set (and whenever it is small), else the poisoned positions must have been
-   written and fresh random positions (8x as many on a set's first call) must match the reference; its
-   inputs are checked at random positions. A failed check ends the profile with the failure's class
-   (partial_write for work done late or skipped, cached_result for another set's answer, wrong_result,
-   nan_inf, input_modified).
-4. Once, at the start of a random round after the first, the inputs of two sets trade places in memory, so
-   a kernel that keys answers on its input's address returns a stale answer there and is caught.
+1. Each floating-point input of set s is rewritten as a random blend of two sets, lerp(set s, set p, w) with
+   a fresh partner p and weight w in [0.25, 0.75] (`_Mixer`). A blend of two valid inputs stays valid for the
+   usual constraints (signs, ranges, sorted rows, normalised rows, symmetric positive definite matrices), and
+   every element changes, so no call repeats another's contents: an answer cached on the inputs' contents,
+   their address, a sample of them or their shape never fits, and precomputing during warm-ups buys nothing.
+2. The reference runs on those contents in the judge while the runner is frozen (SIGSTOP), so no thread of
+   the candidate competes with it; its time is the judge's perf_counter around the call, and its output is
+   this call's expected answer.
+3. The contents are written to the shared inputs, the call's output slot (one whose previous content is
+   another call's answer) is poisoned (small outputs in full, large ones at random positions), the runner is
+   resumed and asked to run ks_kernel on set s. Its time runs from the request to the moment the runner is
+   frozen again after its reply (so work its threads do after the reply is timed), minus the same interval
+   for an empty request, calibrated before the library was loaded.
+4. The checks wait until every thread is stopped and come before it runs again: the output in full on the
+   first call and whenever it is small, else the poisoned positions must have been written and fresh random
+   positions (8x as many on a set's first call) must match; the inputs at random positions. A failed check
+   ends the profile with its class (partial_write for work done late or skipped, cached_result for another
+   call's answer, wrong_result, nan_inf, input_modified).
 
-There are up to 4 sets (`input_sets`: fewer, never under 2, when one set's inputs are large), visited in a
-fresh random order every round. Inputs are read-only to the runner. What this does not catch: a kernel that
-caches answers keyed on its inputs' contents across the repeated sets (it is as correct as it is fast on
-new inputs); see docs/security.md.
+Blending needs floating-point outputs only (integer outputs such as top-k indices jump where a blend brings two
+values close, so an honest kernel could disagree with the reference on a near-tie), every non-floating input
+equal across the sets, and a reference that reads the inputs it was made with (checked once: set 0 given set
+1's inputs must give set 1's answer). Where that does not hold (e.g. random integer indices), the sets'
+contents repeat: the reference and the candidate then alternate in
+batches of 5 calls on the same sets, and once, at the start of a random round, the inputs of two sets trade
+places in memory, so an answer keyed on an address is caught; an answer cached on the contents is not (see
+docs/security.md).
 """
 
 from __future__ import annotations
 
 import random
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +76,6 @@ INPUT_BUDGET = 32 << 20  # bytes of inputs the sets may take together before the
 SAMPLED = 1024  # positions poisoned before, and fresh positions checked after, each call on a large output
 INPUT_SAMPLED = 256  # positions of each input checked unchanged after each call
 SMALL_OUTPUT = 1 << 16  # outputs up to this many elements are poisoned and checked in full on every call
-CALIBRATION_PINGS = 15
 BATCH = 5  # calls of one side before the other's: each side mostly follows itself, drift hits both alike
 
 
@@ -100,7 +107,9 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
             judge.write_inputs(item)
         judge.phase("candidate")
         define_sets(runner, prepared)
-        data = _Timed(judge, runner, prepared, slot, payload, case, output_check(task, case))
+        judge.phase("reference")
+        mixer = _Mixer.build(prepared, case)
+        data = _Timed(judge, runner, prepared, slot, payload, case, output_check(task, case), mixer)
         data.run(int(payload["warmup"]), int(payload["reps"]))
     except RunnerFailed as failure:
         emit({"kind": "result", "data": {"status": failure.status.value, "message": failure.message,
@@ -115,6 +124,7 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     emit({"kind": "result", "data": {
         "status": "ok", "case": case.name, "output_correct": True, "candidate": data.candidate.to_dict(),
         "reference": data.reference.to_dict(), "input_sets": sets, "round_trip_s": data.round_trip,
+        "fresh_inputs": mixer is not None,
     }})
 
 
@@ -129,6 +139,7 @@ class _Call:
     code: int
     outputs: list[torch.Tensor]
     positions: list[torch.Tensor | None]
+    expected: tuple[torch.Tensor, ...]
 
 
 def input_sets(most: int, set_bytes: int) -> int:
@@ -141,13 +152,57 @@ def input_sets(most: int, set_bytes: int) -> int:
     return max(2, min(most, INPUT_BUDGET // max(set_bytes, 1)))
 
 
+class _Mixer:
+    """Fresh contents for every call: the floating inputs of a set blended with another set's."""
+
+    def __init__(self, prepared: list[Prepared], mixable: list[int]) -> None:
+        self.prepared, self.mixable = prepared, mixable
+        self.base = [[item.inputs[k].clone() for k in mixable] for item in prepared]
+
+    @classmethod
+    def build(cls, prepared: list[Prepared], case: TestCase) -> _Mixer | None:
+        """A mixer, or None where blending would not give the reference's answer for what the kernel sees."""
+        first, others = prepared[0], prepared[1:]
+        if first.expected is None or not all(e.is_floating_point() for e in first.expected):
+            return None  # integer outputs (indices, counts) jump where a blend brings two values close
+        mixable = [k for k, tensor in enumerate(first.inputs) if tensor.is_floating_point()
+                   and any(not torch.equal(item.inputs[k], tensor) for item in others)]
+        fixed = [k for k in range(len(first.inputs)) if k not in mixable]
+        if not mixable or any(not torch.equal(bits(item.inputs[k]), bits(first.inputs[k]))
+                              for item in others for k in fixed):
+            return None
+        mixer = cls(prepared, mixable)
+        second = prepared[1]
+        if second.expected is None:
+            second.expected = run_reference(second.instance, case)
+        mixer.blend(0, 1, 1.0)  # set 0 holding set 1's inputs must give set 1's answer
+        got = run_reference(first.instance, case)
+        mixer.blend(0, 1, 0.0)
+        if len(got) != len(second.expected) or not all(
+                all_close(e, g, tol) for e, g, tol in zip(second.expected, got, second.tolerances, strict=True)):
+            return None  # the reference does not read the tensors it was made with
+        return mixer
+
+    def blend(self, s: int, partner: int, weight: float) -> None:
+        """Set s's private inputs := lerp(set s, partner, weight), in place (the reference reads them)."""
+        for j, k in enumerate(self.mixable):
+            target, a, b = self.prepared[s].inputs[k], self.base[s][j], self.base[partner][j]
+            if target.dtype in (torch.float32, torch.float64):
+                torch.lerp(a, b, weight, out=target)
+            else:
+                target.copy_(torch.lerp(a.float(), b.float(), weight))
+
+
 class _Timed:
     """The interleaved timing loop of one profile."""
 
     def __init__(self, judge: Judge, runner: Runner, prepared: list[Prepared], slot: int,
-                 payload: dict[str, Any], case: TestCase, custom: OutputCheck | None = None) -> None:
+                 payload: dict[str, Any], case: TestCase, custom: OutputCheck | None = None,
+                 mixer: _Mixer | None = None) -> None:
         self.judge, self.runner, self.prepared, self.slot, self.case = judge, runner, prepared, slot, case
         self.custom = custom  # the task's own precision rule, where it has one
+        self.mixer = mixer
+        self.answers: dict[int, tuple[int, tuple[torch.Tensor, ...]]] = {}  # per set: its last (call, answer)
         self.random = random.Random(payload["seed"])
         self.generator = torch.Generator().manual_seed(int(payload["seed"]))
         self.data_of = list(range(len(prepared)))  # which set's data sits at set s's input address
@@ -160,11 +215,13 @@ class _Timed:
         """Alternate batches: the reference's calls on the next sets (runner frozen), then the candidate's on the
         same sets, each call checked before the runner may run again."""
         judge, runner, n = self.judge, self.runner, len(self.prepared)
-        pings = [runner.ping() for _ in range(CALIBRATION_PINGS + 1)][1:]
-        self.round_trip = statistics.median(pings)
+        self.round_trip = runner.round_trip  # calibrated before the library was loaded
         runner.freeze()
         total = warmup + reps
         order = [s for _ in range(total // n + 1) for s in self.random.sample(range(n), n)][:total]
+        if self.mixer is not None:
+            self.run_fresh(order, warmup)
+            return
         # at the start of a round followed by a whole round, so both traded sets are called after it
         swap_at = n * self.random.randrange(1, total // n) if total >= 2 * n else -1
         candidate, reference = [], []
@@ -184,22 +241,45 @@ class _Timed:
         self.candidate = timing_from_samples(candidate, warmup=warmup)
         self.reference = timing_from_samples(reference, warmup=warmup)
 
-    def candidate_call(self, call: int, s: int) -> float:
-        """One timed call on set s into a fresh slot, then its checks with the runner frozen; its round trip."""
+    def run_fresh(self, order: list[int], warmup: int) -> None:
+        """Call by call: fresh contents for set s, the reference on them (timed), then the candidate (timed)."""
+        assert self.mixer is not None
+        candidate, reference = [], []
+        for call, s in enumerate(order):
+            self.judge.phase("reference")
+            partner = self.random.choice([p for p in range(len(self.prepared)) if p != s])
+            self.mixer.blend(s, partner, self.random.uniform(0.25, 0.75))
+            started = time.perf_counter()
+            expected = run_reference(self.prepared[s].instance, self.case)
+            seconds = time.perf_counter() - started
+            self.judge.phase("harness")
+            self.judge.write_inputs(self.prepared[s])
+            candidate_seconds = self.candidate_call(call, s, expected)
+            self.answers[s] = (call, expected)
+            if call >= warmup:
+                reference.append(seconds)
+                candidate.append(max(candidate_seconds - self.round_trip, 1e-9))
+        self.candidate = timing_from_samples(candidate, warmup=warmup)
+        self.reference = timing_from_samples(reference, warmup=warmup)
+
+    def candidate_call(self, call: int, s: int, expected: tuple[torch.Tensor, ...] | None = None) -> float:
+        """One timed call on set s into a fresh slot, then its checks with the runner frozen; its time."""
         judge, runner = self.judge, self.runner
         data = self.data_of[s]
-        if self.prepared[data].expected is None:
+        if expected is None and self.prepared[data].expected is None:
             self.time_reference(data)
-        slot = self.choose_slot(data, call)
+        expected = expected if expected is not None else self.prepared[data].expected
+        assert expected is not None
+        slot = self.choose_slot(call if self.mixer is not None else data, call)
         outputs = judge.output_views(self.prepared[data].output_places, slot * self.slot)
         positions = self.poison(outputs, call)
         judge.phase("candidate")
         runner.thaw()
-        code, seconds = runner.run(s, slot * self.slot)
-        runner.freeze()
+        code, _ = runner.run(s, slot * self.slot)
+        seconds = runner.freeze() - runner.sent_at  # up to the freeze: late work of its threads is timed
         judge.phase("compare")
         runner.settled()
-        self.check(_Call(call, s, data, slot, code, outputs, positions))
+        self.check(_Call(call, s, data, slot, code, outputs, positions, expected))
         return seconds
 
     def time_reference(self, data: int) -> float:
@@ -243,11 +323,10 @@ class _Timed:
         if call.code != 0:
             raise CheckFailed(Status.RUNTIME_ERROR, f"ks_kernel returned {call.code} on {where}")
         item = self.prepared[call.data]
-        assert item.expected is not None
         first = not self.seen[call.data]
         self.seen[call.data] = True
         for index, (expected, output, tolerance, chosen) in enumerate(
-                zip(item.expected, call.outputs, item.tolerances, call.positions, strict=True)):
+                zip(call.expected, call.outputs, item.tolerances, call.positions, strict=True)):
             if chosen is None or (first and call.data == 0):
                 if all_close(expected, output, tolerance):
                     continue
@@ -263,22 +342,25 @@ class _Timed:
             if status is Status.PARTIAL_WRITE:
                 raise CheckFailed(status, f"on {where} output {index} was not completely written during the "
                                           "call (work skipped, or finished after ks_kernel returned)")
-            if self.stale(call.data, index, output):
+            if self.stale(call, index, output):
                 raise CheckFailed(Status.CACHED_RESULT, f"on {where} output {index} holds the answer for other "
                                                         "inputs (a previous call's output left in place, or an "
                                                         "answer cached across calls)")
-            if self.custom is not None and self.custom(item.expected, call.outputs):
+            if self.custom is not None and self.custom(call.expected, call.outputs):
                 break  # the suite's own rule accepts the outputs (it judges them all at once)
             raise CheckFailed(status, f"on {where} {comparison.n_mismatch} of {comparison.n_elements} checked "
                                       f"elements of output {index} are wrong")
         self.check_inputs([call.set_id])
 
-    def stale(self, data: int, index: int, output: torch.Tensor) -> bool:
-        """Does the output equal (at random positions) the answer of some other data set?"""
+    def stale(self, call: _Call, index: int, output: torch.Tensor) -> bool:
+        """Does the output equal (at random positions) the answer of other inputs: another set's, or (with fresh
+        contents) the last call's on any set (an answer replayed for an address or a set)?"""
         positions = self.positions(output, SAMPLED)
-        return any(other != data and item.expected is not None and output.numel() > 0 and classify(
-            [compare_at(item.expected[index], output, positions, item.tolerances[index], -1)]) is Status.OK
-            for other, item in enumerate(self.prepared))
+        others = [answer for number, answer in self.answers.values() if number != call.number] if self.mixer \
+            else [item.expected for other, item in enumerate(self.prepared) if other != call.data]
+        return output.numel() > 0 and any(answer is not None and classify(
+            [compare_at(answer[index], output, positions, self.prepared[call.data].tolerances[index], -1)])
+            is Status.OK for answer in others)
 
     def swap_inputs(self) -> None:
         """Trade the inputs of two sets in memory (the runner's addresses stay, their contents change)."""

@@ -4,7 +4,14 @@ The runner (native/ks_runner.c) is the candidate's process: it loads the library
 asked. Everything it sends back is untrusted: the judge keeps the clock (the request/response round trip),
 checks that each reply echoes its request's random nonce, freezes the runner (SIGSTOP of every thread)
 between a reply and the checks of its outputs, and enforces the candidate's wall-clock budget on every wait
-by killing the sandbox (pid 1 of its PID namespace, so nothing of it survives).
+by killing the sandbox (pid 1 of its PID namespace, so nothing of it survives). Any reply but the expected
+success is the candidate's failure: once its library is loaded, the candidate controls the whole process.
+
+A kernel call is timed from sending its request to freezing the runner after the reply, so whatever its
+threads do after the reply, until the freeze takes hold, is inside the time. The same interval for an empty
+request, subtracted from every timed call, is calibrated before the library is loaded, while only the
+runner's own code runs: a library that slows the runner's answers down (by patching its calls to read or
+write, say) can then only make its own calls slower, never the calibration.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import os
 import secrets
 import select
 import signal
+import statistics
 import struct
 import subprocess
 import time
@@ -22,43 +30,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelsage.errors import BackendError
 from kernelsage.tools.cpu.arena import Arena
-from kernelsage.tools.cpu.binaries import sealed_memfd
+from kernelsage.tools.cpu.binaries import interpreter, runtime_files, sealed_memfd
+from kernelsage.tools.cpu.pidfds import child_pidfd, signal_pidfd
 from kernelsage.tools.cpu.verdicts import classify_runner_exit
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
 from kernelsage.tools.results import Status
 
 REQUEST = struct.Struct("<IIQQQ")
 REPLY = struct.Struct("<QiiQQ")
-OP_PING, OP_DEFINE, OP_RUN = 1, 2, 3
+OP_PING, OP_DEFINE, OP_RUN, OP_LOAD = 1, 2, 3, 5
 ST_OK, ST_ERROR, ST_FAULT, ST_READY = 0, 1, 2, 3
 READY_NONCE, FAULT_NONCE = 0x6B7372756E6E6572, 0x6B736661756C7421
 BASE_ADDRESS_SPACE = 256 << 20  # the runner, libc, libstdc++, libgomp
 PER_THREAD_ADDRESS_SPACE = 80 << 20  # a thread's stack and malloc arena reservations
 LOG_TAIL_BYTES = 4000
-
-
-def _pidfd(pid: int, parent: int) -> int:
-    """A pidfd for `pid` if it is (still) a child of `parent`, else -1."""
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:
-        return -1
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            if int(handle.read().rsplit(b")", 1)[1].split()[1]) == parent:
-                return fd
-    except (OSError, ValueError, IndexError):
-        pass
-    os.close(fd)
-    return -1
-
-
-def _signal(pidfd: int, number: int) -> None:
-    if pidfd >= 0:
-        with contextlib.suppress(ProcessLookupError, OSError):
-            signal.pidfd_send_signal(pidfd, number)
+CALIBRATION_PINGS = 15
 
 
 class RunnerFailed(Exception):
@@ -108,6 +95,8 @@ class Runner:
         self._cpu_s = 0.0
         self._info = -1
         self._ready = False
+        self.round_trip = 0.0  # the median round trip of an empty request, measured before the library loads
+        self.sent_at = 0.0  # when the last request was sent (perf_counter)
         started = time.perf_counter()
         try:
             self._spawn(executable, library)
@@ -132,7 +121,8 @@ class Runner:
             info_read, info_write = os.pipe()
             fds += [executable_fd, info_write]
             command = sandboxed(self.isolation, ["/ks/ks_runner", *args], env=env, limits=rlimits,
-                                data_files=[(executable_fd, "/ks/ks_runner", 0o555)], info_fd=info_write)
+                                data_files=[(executable_fd, "/ks/ks_runner", 0o555)], info_fd=info_write,
+                                system_files=runtime_files(interpreter(executable)))
         else:
             path = self.log_path.with_name("ks_runner")
             path.write_bytes(executable)
@@ -153,21 +143,32 @@ class Runner:
         self._info = info_read
 
     def _wait_ready(self) -> None:
-        """Wait for the runner's hello (the library loaded, its filter installed) and find its pid."""
+        """Wait for the runner's hello, find its pid, calibrate the round trip, then have it load the library."""
         self._ready = True
         if self._info >= 0:
             info = self._read_info(self._info)
             self._init_pid = int(info.get("child-pid", 0))
-            self._init_fd = _pidfd(self._init_pid, self.process.pid)
+            self._init_fd = child_pidfd(self._init_pid, self.process.pid)
         nonce, status, _, in_base, _ = self._reply()
         if nonce != READY_NONCE or status != ST_READY:
-            self._fail(Status.RUNTIME_ERROR, "the kernel library could not be loaded (ks_kernel missing or a "
-                                             "load-time error)")
+            self._fail(Status.RUNTIME_ERROR, "the kernel runner did not start")
         self.inputs_base = in_base
         self.pid = self._find_runner() if self._init_pid else self.process.pid
-        self._runner_fd = _pidfd(self.pid, self._init_pid or os.getpid())
+        self._runner_fd = child_pidfd(self.pid, self._init_pid or os.getpid())
         if self._runner_fd < 0:
             self._died()
+        self.round_trip = statistics.median([self._frozen_round_trip() for _ in range(CALIBRATION_PINGS + 1)][1:])
+        status, _ = self._request(OP_LOAD)
+        if status != ST_OK:
+            self._fail(Status.RUNTIME_ERROR, "the kernel library could not be loaded (ks_kernel missing or a "
+                                             "load-time error)")
+
+    def _frozen_round_trip(self) -> float:
+        """An empty request timed as a kernel call is: from sending it to freezing the runner after the reply."""
+        self._request(OP_PING)
+        seconds = self.freeze() - self.sent_at
+        self.thaw()
+        return seconds
 
     def _read_info(self, fd: int) -> dict:
         chunks = []
@@ -247,7 +248,7 @@ class Runner:
                 self._died()
             self._fail(Status.RUNTIME_ERROR, "the kernel wrote to the harness's channel")
         nonce = secrets.randbits(63)
-        started = time.perf_counter()
+        started = self.sent_at = time.perf_counter()
         self._send(REQUEST.pack(op, set_id, nonce, slot_offset, len(payload)) + payload)
         answer, status, value, _, _ = self._reply()
         self.last = time.perf_counter() - started
@@ -258,13 +259,15 @@ class Runner:
     def define(self, set_id: int, description: bytes) -> None:
         status, _ = self._request(OP_DEFINE, set_id, payload=description)
         if status != ST_OK:
-            raise BackendError(f"the runner rejected the description of input set {set_id}")
+            self._fail(Status.RUNTIME_ERROR, f"the runner refused the description of input set {set_id}: the "
+                                             "kernel interfered with the runner")
 
     def run(self, set_id: int, slot_offset: int = 0) -> tuple[int, float]:
         """ks_kernel on one set, outputs at `slot_offset`: its return code and the round trip in seconds."""
         status, value = self._request(OP_RUN, set_id, slot_offset)
         if status != ST_OK:
-            raise BackendError(f"the runner rejected a call on input set {set_id}")
+            self._fail(Status.RUNTIME_ERROR, f"the runner refused a call on input set {set_id}: the kernel "
+                                             "interfered with the runner")
         return value, self.last
 
     def ping(self) -> float:
@@ -273,22 +276,31 @@ class Runner:
 
     # freezing ------------------------------------------------------------------------------------------
 
-    def freeze(self) -> None:
-        """Stop every thread of the runner (SIGSTOP). A sleeping thread stops before it could run again; a
-        running one at the interrupt the signal sends its CPU. `settled` confirms it before outputs are read."""
+    def freeze(self) -> float:
+        """Stop every thread of the runner (SIGSTOP); the perf_counter when the signal was sent. A sleeping
+        thread stops before it could run again; a running one at the interrupt the signal sends its CPU.
+        `settled` confirms it before outputs are read. A kernel call is timed up to this moment, so work its
+        threads do after its reply, before they stop, is inside the measured time."""
         if not self._ready:
             self._wait_ready()
-        _signal(self._runner_fd, signal.SIGSTOP)
+        signal_pidfd(self._runner_fd, signal.SIGSTOP)
+        return time.perf_counter()
 
     def settled(self) -> None:
         """Wait until every thread of the frozen runner is stopped (normally at once: time has passed)."""
-        deadline = time.perf_counter() + 2.0
-        while not all(state in b"TtZX" for state in self._thread_states()):
-            if self._runner_fd < 0 or select.select([self._runner_fd], [], [], 0)[0]:
-                return  # it has exited: the next request finds out why
-            if time.perf_counter() > deadline:
-                self._fail(Status.RUNTIME_ERROR, "the kernel's threads could not be stopped")
-            os.sched_yield()  # they are waiting for a CPU to stop on
+        started = time.perf_counter()
+        deadline = started + min(2.0, max(self.budget.left, 0.0))
+        try:
+            while not all(state in b"TtZX" for state in self._thread_states()):
+                if self._runner_fd < 0 or select.select([self._runner_fd], [], [], 0)[0]:
+                    return  # it has exited: the next request finds out why
+                if time.perf_counter() > deadline:
+                    if self.budget.left - (time.perf_counter() - started) <= 0:
+                        self._fail(Status.TIMEOUT, self._timeout_message())
+                    self._fail(Status.RUNTIME_ERROR, "the kernel's threads could not be stopped")
+                os.sched_yield()  # they are waiting for a CPU to stop on
+        finally:
+            self.budget.spend(time.perf_counter() - started)  # the kernel's threads decide how long this takes
 
     def _thread_states(self) -> list[int]:
         states = []
@@ -302,14 +314,14 @@ class Runner:
         return states
 
     def thaw(self) -> None:
-        _signal(self._runner_fd, signal.SIGCONT)
+        signal_pidfd(self._runner_fd, signal.SIGCONT)
 
     # ending --------------------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Kill the sandbox (everything in its PID namespace) and reap it."""
         if self._status is None:
-            _signal(self._init_fd, signal.SIGKILL)  # pid 1 of the sandbox: its whole PID namespace dies
+            signal_pidfd(self._init_fd, signal.SIGKILL)  # pid 1 of the sandbox: its whole PID namespace dies
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.process.pid, signal.SIGKILL)  # our child, not yet reaped: its pid is still its
         self._reap()

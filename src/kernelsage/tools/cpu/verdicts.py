@@ -79,6 +79,9 @@ def case_result(name: str, trial: int, code: int, expected: Sequence[torch.Tenso
         mean_rel_error=sum(c.sum_rel for c in comparisons) / max(n_rel, 1),
         atol=max((t.atol for t in tolerances), default=0.0), rtol=max((t.rtol for t in tolerances), default=0.0),
         mismatches=[m for c in comparisons for m in c.mismatches][:8], message=message,
+        n_mismatch_zero_reference=sum(c.n_mismatch_zero_reference for c in comparisons),
+        max_rel_error_failing=max((c.max_rel_failing for c in comparisons), default=0.0),
+        max_abs_reference=max((c.max_abs_reference for c in comparisons), default=0.0),
     ).to_dict()
 
 

@@ -5,13 +5,19 @@
  *   ks_runner LIBRARY INPUTS_FD INPUTS_BYTES OUTPUTS_FD OUTPUTS_BYTES
  *
  * The tensors live in two memfds the judge created: the inputs one is sealed against writing (so it is mapped
- * read-only here), the outputs one is shared read-write. The runner maps both, installs a seccomp filter,
- * loads the library (its constructors run under that filter), narrows the filter further, and then answers
- * the judge's requests on stdin/stdout (struct ks_request / struct ks_reply below). Everything it says is
- * untrusted data to the judge: the judge keeps the clock, the reference outputs and the verdict.
+ * read-only here), the outputs one is shared read-write. The runner maps both, installs its seccomp filter
+ * (once: the filter has no seccomp() in it, so the library cannot add filters of its own, e.g. one that fakes
+ * a later seccomp() call of the runner), says hello and answers the judge's requests on stdin/stdout (struct
+ * ks_request / struct ks_reply below). Before the judge asks it to load the library (OP_LOAD) no candidate
+ * code has run: the judge calibrates its round trip then. Only the dynamic loader's own code may open files
+ * (read-only, checked on the instruction pointer), and the sandbox's file system holds nothing but the
+ * runtime libraries. Everything the runner says
+ * is untrusted data to the judge: the judge keeps the clock, the reference outputs and the verdict.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -25,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -39,7 +46,7 @@
 #error "ks_runner defines its seccomp filter for x86_64 and aarch64 only"
 #endif
 
-enum { OP_PING = 1, OP_DEFINE = 2, OP_RUN = 3, OP_QUIT = 4 };
+enum { OP_PING = 1, OP_DEFINE = 2, OP_RUN = 3, OP_QUIT = 4, OP_LOAD = 5 };
 enum { ST_OK = 0, ST_ERROR = 1, ST_FAULT = 2, ST_READY = 3 };
 #define READY_NONCE 0x6b7372756e6e6572ULL /* "ksrunner" */
 #define FAULT_NONCE 0x6b736661756c7421ULL /* "ksfault!" */
@@ -146,15 +153,6 @@ static void answer(int nr, uint32_t action) {
     RET(action);
 }
 
-/* Allowed when (argument & mask) == 0, i.e. none of the mask's bits is set; else EPERM. */
-static void allow_if_clear(int nr, int arg, uint32_t mask) {
-    put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 4));
-    put((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(arg)));
-    put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1));
-    RET(DENY);
-    RET(SECCOMP_RET_ALLOW);
-}
-
 /* Allowed when all of the mask's bits are set in the argument. */
 static void allow_if_all_set(int nr, int arg, uint32_t mask) {
     put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 5));
@@ -173,7 +171,49 @@ static void allow_if_equal(int nr, int arg, uint32_t value) {
     RET(DENY);
 }
 
-static void install_filter(int loading) {
+/* The executable code of the dynamic loader (ld.so): the only code allowed to open files. */
+static uint64_t loader_lo, loader_hi;
+
+static void find_loader(void) {
+    const unsigned char* base = (const unsigned char*)getauxval(AT_BASE);
+    if (!base || memcmp(base, ELFMAG, SELFMAG) != 0) return;
+    const ElfW(Ehdr)* header = (const ElfW(Ehdr)*)base;
+    const ElfW(Phdr)* segments = (const ElfW(Phdr)*)(base + header->e_phoff);
+    for (int k = 0; k < header->e_phnum; ++k)
+        if (segments[k].p_type == PT_LOAD && (segments[k].p_flags & PF_X)) {
+            loader_lo = (uint64_t)(uintptr_t)base + segments[k].p_vaddr;
+            loader_hi = loader_lo + segments[k].p_memsz;
+        }
+    if (loader_hi && (loader_lo >> 32) != ((loader_hi - 1) >> 32)) loader_lo = loader_hi = 0; /* one BPF word */
+}
+
+#define IP_LOW ((uint32_t)offsetof(struct seccomp_data, instruction_pointer))
+#define IP_HIGH (IP_LOW + 4) /* little-endian */
+
+/* Allowed when made by the loader's own code (the instruction pointer in its text) and (argument & mask) == 0;
+ * else EPERM. A library's constructor, its kernel or a libc wrapper cannot open anything. */
+static void allow_loader_if_clear(int nr, int arg, uint32_t mask) {
+    if (!loader_hi) { /* the loader's text was not found (or spans two 4 GiB words): read-only from anywhere */
+        put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 4));
+        put((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(arg)));
+        put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1));
+        RET(DENY);
+        RET(SECCOMP_RET_ALLOW);
+        return;
+    }
+    put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 9));
+    put((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IP_HIGH));
+    put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(loader_lo >> 32), 0, 5));
+    put((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IP_LOW));
+    put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)loader_lo, 0, 3));
+    put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)loader_hi, 2, 0));
+    put((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LOW(arg)));
+    put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1));
+    RET(DENY);
+    RET(SECCOMP_RET_ALLOW);
+}
+
+static void install_filter(void) {
     length = 0;
     put((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
     put((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, KS_AUDIT_ARCH, 1, 0));
@@ -201,15 +241,16 @@ static void install_filter(int loading) {
     allow_if_all_set(__NR_clone, 0, CLONE_THREAD | CLONE_VM | CLONE_SIGHAND);
     answer(__NR_clone3, SECCOMP_RET_ERRNO | ENOSYS); /* its flags are out of the filter's reach: use clone */
     allow_if_equal(__NR_tgkill, 0, (uint32_t)getpid());
-    if (loading) {
-        /* the dynamic loader reads the library and its dependencies; nothing may be opened for writing */
+    {
+        /* the dynamic loader reads the library and its dependencies (the only files in the sandbox besides
+         * its own /proc and a minimal /dev): it alone may open files, and only for reading */
         const uint32_t writing = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE;
-        allow_if_clear(__NR_openat, 2, writing);
+        allow_loader_if_clear(__NR_openat, 2, writing);
 #ifdef __NR_open
-        allow_if_clear(__NR_open, 1, writing);
+        allow_loader_if_clear(__NR_open, 1, writing);
 #endif
         const int loader[] = {__NR_pread64, __NR_readlinkat, __NR_faccessat, __NR_statx, __NR_getcwd,
-                              __NR_uname, __NR_sysinfo, __NR_fcntl, __NR_getdents64, __NR_seccomp,
+                              __NR_uname, __NR_sysinfo,
 #ifdef __NR_access
                               __NR_access, __NR_readlink, __NR_stat, __NR_lstat,
 #endif
@@ -350,21 +391,27 @@ int main(int argc, char** argv) {
         fprintf(stderr, "ks_runner: cannot set no_new_privs: %s\n", strerror(errno));
         return 6;
     }
-    install_filter(1);
-    void* library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    kernel_fn kernel = library ? (kernel_fn)dlsym(library, "ks_kernel") : NULL;
-    if (!kernel) {
-        fprintf(stderr, "ks_runner: %s\n", dlerror());
-        reply(READY_NONCE, ST_ERROR, 0, 0, 0);
-        return 3;
-    }
-    install_filter(0);
+    find_loader();
+    install_filter();
+    kernel_fn kernel = NULL;
     reply(READY_NONCE, ST_READY, KS_ABI_VERSION, (uint64_t)(uintptr_t)in_base, (uint64_t)(uintptr_t)out_base);
     for (;;) {
         struct ks_request q;
         if (read_full(ctl_in, &q, sizeof q) != 0) return 0;
         if (q.op == OP_PING) {
             reply(q.nonce, ST_OK, 0, 0, 0);
+        } else if (q.op == OP_LOAD) {
+            if (kernel) return 3;
+            void* library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+            kernel = library ? (kernel_fn)dlsym(library, "ks_kernel") : NULL;
+            if (!kernel) {
+                fprintf(stderr, "ks_runner: %s\n", dlerror());
+                reply(q.nonce, ST_ERROR, 0, 0, 0);
+                return 3;
+            }
+            reply(q.nonce, ST_OK, 0, 0, 0);
+        } else if (!kernel) {
+            reply(q.nonce, ST_ERROR, 0, 0, 0); /* nothing but pings before the library is loaded */
         } else if (q.op == OP_DEFINE) {
             unsigned char* data = q.length <= MAX_DEFINE_BYTES ? malloc(q.length + 1) : NULL;
             if (!data || read_full(ctl_in, data, q.length) != 0) return 3;

@@ -1,0 +1,119 @@
+"""What an Ascend candidate consists of, and which route builds it.
+
+- direct (the main route, the one the prompts teach): one file `kernel.cpp` holding the Ascend C device
+  kernel(s) and the host function `ks_launch` that computes the tiling and launches them with `<<<>>>` on the
+  stream it is given (`kernelsage_ascend.h`); optional plain-named headers beside it.
+- msopgen (NPUKernelBench answers): `op_host/<op>.cpp` (the OpDef, its shape inference and TilingFunc),
+  `op_kernel/<op>.cpp` (`extern "C" __global__ __aicore__ void <op>(GM_ADDR ..., GM_ADDR workspace,
+  GM_ADDR tiling)`), and optionally `op_host/<op>_tiling.h`. The operator is built as a custom op package
+  and called through its generated aclnn API.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DIRECT, MSOPGEN = "direct", "msopgen"
+DIRECT_SOURCE = "kernel.cpp"
+HEADER_SUFFIXES = (".h", ".hpp")
+OP_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+OP_ADD = re.compile(r"\bOP_ADD\s*\(\s*(\w+)\s*\)")
+DECLARATION = re.compile(r"\b(?P<kind>Input|Output|Attr)\s*\(\s*\"(?P<name>\w+)\"\s*\)(?P<chain>[^;]*)")
+ATTR_TYPES = ("ListInt", "ListFloat", "ListBool", "Int", "Float", "Bool", "String")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A candidate's route and, for msopgen, its operator (snake_case file name)."""
+
+    route: str
+    op: str = ""
+
+
+@dataclass(frozen=True)
+class OpAttr:
+    name: str
+    type: str  # one of ATTR_TYPES
+
+
+@dataclass(frozen=True)
+class OpSignature:
+    """The operator an OpDef declares: type name, inputs, outputs and attributes in declaration order."""
+
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: tuple[OpAttr, ...]
+
+
+class LayoutError(ValueError):
+    """The candidate's files fit neither route (the message says what is wrong and what is expected)."""
+
+
+def snake_case(op_type: str) -> str:
+    """msopgen's file name of an operator type ('AddCustom' -> 'add_custom')."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", op_type).lower()
+
+
+def camel_case(op: str) -> str:
+    """The operator type of a file name ('add_custom' -> 'AddCustom')."""
+    return "".join(part[:1].upper() + part[1:] for part in op.split("_"))
+
+
+def _plain(name: str) -> bool:
+    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
+
+
+def classify_layout(files: dict[str, str]) -> Layout:
+    """The route of a candidate's file set; raises LayoutError with what is expected."""
+    if not files:
+        raise LayoutError("the candidate has no files")
+    names = sorted(files)
+    if any(name.startswith(("op_host/", "op_kernel/")) for name in names):
+        hosts = [n.split("/", 1)[1] for n in names if n.startswith("op_host/") and n.endswith(".cpp")]
+        kernels = [n.split("/", 1)[1] for n in names if n.startswith("op_kernel/") and n.endswith(".cpp")]
+        if len(kernels) != 1 or len(hosts) != 1 or hosts[0] != kernels[0]:
+            raise LayoutError(f"an msopgen candidate has op_host/<op>.cpp and op_kernel/<op>.cpp with the same "
+                              f"<op>; got {names}")
+        op = kernels[0].removesuffix(".cpp")
+        if not OP_NAME.match(op):
+            raise LayoutError(f"operator file name {op!r} must be snake_case (letters, digits, underscores)")
+        allowed = {f"op_host/{op}.cpp", f"op_kernel/{op}.cpp", f"op_host/{op}_tiling.h", f"op_kernel/{op}_tiling.h"}
+        extra = [n for n in names if n not in allowed]
+        if extra:
+            raise LayoutError(f"unexpected files in an msopgen candidate: {extra}; allowed: {sorted(allowed)}")
+        return Layout(MSOPGEN, op)
+    for name in names:
+        if not _plain(name) or not name.endswith((".cpp", *HEADER_SUFFIXES)):
+            raise LayoutError(f"file name {name!r} is not allowed: a direct-launch candidate is {DIRECT_SOURCE} "
+                              f"plus optional plain-named headers ({', '.join(HEADER_SUFFIXES)})")
+    sources = [n for n in names if n.endswith(".cpp")]
+    if sources != [DIRECT_SOURCE]:
+        raise LayoutError(f"a direct-launch candidate has exactly one source, {DIRECT_SOURCE}; got {sources}")
+    return Layout(DIRECT)
+
+
+def parse_op_signature(op_host_source: str, op: str) -> OpSignature:
+    """The inputs, outputs and attributes an OpDef declares, in order; raises LayoutError when it has none."""
+    added = OP_ADD.search(op_host_source)
+    op_type = added.group(1) if added else camel_case(op)
+    inputs, outputs, attrs = [], [], []
+    for match in DECLARATION.finditer(op_host_source):
+        if match["kind"] == "Input":
+            inputs.append(match["name"])
+        elif match["kind"] == "Output":
+            outputs.append(match["name"])
+        else:
+            chain = match["chain"]
+            kind = next((t for t in ATTR_TYPES if re.search(rf"\.{t}\s*\(", chain)), "")
+            if not kind:
+                raise LayoutError(f"attribute {match['name']!r} of {op_type} has no type (.Int/.Float/.Bool/"
+                                  ".ListInt/.String ...)")
+            attrs.append(OpAttr(match["name"], kind))
+    if not outputs:
+        raise LayoutError(f"op_host/{op}.cpp declares no Output(...) in its OpDef")
+    if snake_case(op_type) != op:
+        raise LayoutError(f"OP_ADD({op_type}) does not match the file names op_host/{op}.cpp (expected "
+                          f"OP_ADD({camel_case(op)}))")
+    return OpSignature(op_type, tuple(inputs), tuple(outputs), tuple(attrs))

@@ -1,0 +1,106 @@
+"""The build plans of both routes: which tool runs with which arguments, in the candidate's build directory.
+
+Pure functions of the toolchain, the SoC and the header locations. Every path a command names inside the
+build directory is relative (the directory is /build inside the sandbox and a private directory outside),
+so the same plan runs isolated or not, and builds of different candidates never share a file: they run in
+parallel.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelsage.tools.ascend.candidate import DIRECT_SOURCE, OpSignature
+from kernelsage.tools.ascend.glue import MODULE_FILE, HostHeaders, glue_flags, torch_link_flags
+from kernelsage.tools.ascend.toolchain import Toolchain
+
+DIRECT_GLUE_OBJECT = "glue_direct.o"
+OPGEN_GLUE_SOURCE = "glue_op.cpp"
+OPGEN_SPEC = "op.json"
+OPGEN_PROJECT = "project"
+OPGEN_INSTALL = "opp"
+OPGEN_ATTRS = "attributes.json"  # written by the trusted side: the OpDef's attribute names in API order
+OPGEN_VENDOR = "customize"  # msopgen's default vendor name: the installed package is opp/vendors/customize
+CANDIDATE_DIR = "candidate"
+# Release flags for bisheng: optimised, assertions off, position-independent (the object goes into a module).
+KERNEL_FLAGS = ("-std=c++17", "-O2", "-DNDEBUG", "-fPIC")
+RUNTIME_LIBS = ("-lascendcl", "-ltiling_api", "-lplatform")
+# The JSON types msopgen's operator description uses, by torch dtype and by OpDef attribute type.
+JSON_DTYPES = {"float32": "float", "float16": "float16", "bfloat16": "bfloat16", "int32": "int32", "int64": "int64",
+               "int8": "int8", "uint8": "uint8", "bool": "bool", "float64": "double"}
+JSON_ATTR_TYPES = {"Int": "int", "Float": "float", "Bool": "bool", "String": "string", "ListInt": "list_int",
+                   "ListFloat": "list_float", "ListBool": "list_bool"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a build; `name` says which part of the build failed."""
+
+    name: str
+    argv: tuple[str, ...]
+
+
+def kernel_includes(home: Path) -> list[str]:
+    """Where kernel_operator.h and the CANN headers live in the installations we know of."""
+    tik = home / "compiler" / "tikcpp"
+    return [f"-I{path}" for path in (home / "include", tik, tik / "tikcfw", tik / "tikcfw" / "impl",
+                                     tik / "tikcfw" / "interface")]
+
+
+def direct_plan(toolchain: Toolchain, arch: str, headers: HostHeaders) -> list[Step]:
+    """bisheng -xasc compiles kernel.cpp (device and host parts) into an object; bisheng links it with the
+    prebuilt glue object into the candidate's Python module."""
+    home = toolchain.ascend_home
+    lib64 = home / "lib64"
+    return [
+        Step("kernel", (toolchain.bisheng, "-xasc", f"--npu-arch={arch}", *KERNEL_FLAGS, "-I.",
+                        *kernel_includes(home), "-c", DIRECT_SOURCE, "-o", "kernel.o")),
+        Step("link", (toolchain.bisheng, "-shared", "kernel.o", DIRECT_GLUE_OBJECT, "-o", MODULE_FILE,
+                      f"-L{lib64}", f"-Wl,-rpath,{lib64}", *RUNTIME_LIBS, *torch_link_flags(headers))),
+    ]
+
+
+def opgen_spec(signature: OpSignature, dtypes: Sequence[str]) -> str:
+    """The operator description msopgen generates its project skeleton from (the candidate's files then
+    replace the skeleton's op_host and op_kernel sources)."""
+    types = sorted({JSON_DTYPES.get(d, "float") for d in dtypes}) or ["float"]
+
+    def tensors(names: Sequence[str]) -> list[dict[str, object]]:
+        return [{"name": n, "param_type": "required", "format": ["ND"] * len(types), "type": types} for n in names]
+
+    return json.dumps([{
+        "op": signature.op_type, "language": "cpp",
+        "input_desc": tensors(signature.inputs), "output_desc": tensors(signature.outputs),
+        "attr": [{"name": a.name, "param_type": "required", "type": JSON_ATTR_TYPES[a.type]} for a in signature.attrs],
+    }], indent=2)
+
+
+def msopgen_plan(toolchain: Toolchain, soc: str, headers: HostHeaders) -> list[Step]:
+    """msopgen generates the custom-op project, the candidate's op_host / op_kernel sources replace the
+    skeleton's, the project's build.sh (cmake presets, Release) builds and packs it, the package is installed
+    into the build directory, and the generated glue is compiled and linked into the Python module."""
+    shell = "/bin/sh"
+    install = (f'set -e; package=$(ls {OPGEN_PROJECT}/build_out/custom_opp_*.run | head -n 1); '
+               f'"$package" --quiet --install-path="$PWD/{OPGEN_INSTALL}"')
+    return [
+        Step("msopgen", (toolchain.msopgen, "gen", "-i", OPGEN_SPEC, "-c", f"ai_core-{soc}", "-lan", "cpp",
+                         "-out", OPGEN_PROJECT)),
+        Step("place", (shell, "-c", f"cp -r {CANDIDATE_DIR}/op_host {CANDIDATE_DIR}/op_kernel {OPGEN_PROJECT}/")),
+        Step("build", (shell, "-c", f"cd {OPGEN_PROJECT} && bash build.sh")),
+        Step("install", (shell, "-c", install)),
+        Step("glue", (toolchain.host_cxx, *glue_flags(headers, (str(toolchain.ascend_home / "include"),)),
+                      "-c", OPGEN_GLUE_SOURCE, "-o", "glue_op.o")),
+        Step("link", (toolchain.host_cxx, "-shared", "glue_op.o", "-o", MODULE_FILE,
+                      f"-L{toolchain.ascend_home / 'lib64'}", f"-Wl,-rpath,{toolchain.ascend_home / 'lib64'}",
+                      "-lascendcl", *torch_link_flags(headers))),
+    ]
+
+
+def direct_glue_step(toolchain: Toolchain, headers: HostHeaders, source: str, output: str) -> Step:
+    """The one-time compile of the direct route's glue (kernelsage's own source)."""
+    return Step("glue", (toolchain.host_cxx, *glue_flags(headers, (str(Path(source).parent),
+                                                                   str(toolchain.ascend_home / "include"))),
+                         "-c", source, "-o", output))

@@ -1,0 +1,68 @@
+"""Fixtures of the ascend backend tests: a STAND-IN CANN toolchain (tests/tools/ascend/standin: scripts that
+play bisheng, msopgen, cmake and g++ and replay diagnostics in the real tools' formats) installed in a
+temporary CANN-like directory, and an ascend backend built on it. No test here needs CANN or an NPU."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kernelsage.tools.ascend.backend import AscendBackend
+from kernelsage.tools.ascend.glue import HostHeaders
+from kernelsage.tools.ascend.toolchain import Toolchain, detect_toolchain
+from kernelsage.tools.isolation import detect
+
+STANDIN = Path(__file__).resolve().parent / "standin"
+
+
+@pytest.fixture(scope="session")
+def standin_home() -> Iterator[Path]:
+    """A CANN-like install (Ascend/ascend-toolkit/latest) whose bin/ holds the stand-in tools, readable by
+    the sandbox's unprivileged user (as a real install is)."""
+    base = Path(tempfile.mkdtemp(prefix="kernelsage-standin-"))
+    os.chmod(base, 0o755)
+    home = base / "Ascend" / "ascend-toolkit" / "latest"
+    shutil.copytree(STANDIN, home / "bin", ignore=shutil.ignore_patterns("__pycache__"))
+    (home / "include").mkdir()
+    (home / "version.cfg").write_text("# stand-in install\nversion=8.0.RC3.standin\n")
+    for path in (base, *base.rglob("*")):
+        os.chmod(path, 0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+    yield home
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def standin_environ(standin_home: Path) -> dict[str, str]:
+    return {"ASCEND_HOME_PATH": str(standin_home), "PATH": f"{standin_home / 'bin'}:/usr/bin:/bin",
+            "ASCEND_OPP_PATH": str(standin_home / "opp")}
+
+
+@pytest.fixture(scope="session")
+def standin_toolchain(standin_environ: dict[str, str]) -> Toolchain:
+    return detect_toolchain(standin_environ)
+
+
+@pytest.fixture(scope="session")
+def fake_headers(tmp_path_factory: pytest.TempPathFactory) -> HostHeaders:
+    """Header locations for the stand-in tools (which read none)."""
+    root = tmp_path_factory.mktemp("torch_npu")
+    (root / "include").mkdir()
+    return HostHeaders(torch_includes=(str(root / "torch-include"),), torch_lib=str(root / "torch-lib"),
+                       torch_npu_root=str(root), python_include=str(root / "python-include"), cxx11_abi=1)
+
+
+@pytest.fixture(scope="session")
+def standin_backend(tmp_path_factory: pytest.TempPathFactory, standin_toolchain: Toolchain,
+                    fake_headers: HostHeaders) -> Iterator[AscendBackend]:
+    """An ascend backend on the stand-in toolchain (isolated by bubblewrap where it works here), two build
+    workers so builds can run side by side; device 0 is named but never used."""
+    backend = AscendBackend(devices=[0], soc="Ascend910B3", toolchain=standin_toolchain, headers=fake_headers,
+                            cache_dir=tmp_path_factory.mktemp("ascend-builds"), build_workers=2,
+                            unsafe_no_isolation=not detect().available)
+    yield backend
+    backend.close()
