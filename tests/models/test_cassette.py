@@ -80,6 +80,18 @@ def test_changed_prompt_is_a_loud_miss(tmp_path: Path) -> None:
     assert "re-record" in message
 
 
+def test_a_miss_shows_the_lines_that_differ_from_the_nearest_recording(tmp_path: Path) -> None:
+    base = "# Diagnose\nThe output differs.\nworst element at index <num>\nThe kernel wrote every element."
+    cassette = record(tmp_path, [ANSWER, ANSWER], [PROMPT, [SystemMessage("You write kernels."), HumanMessage(base)]])
+    drifted = base.replace("wrote every element", "never wrote some elements")
+
+    with pytest.raises(CassetteMissError) as miss:
+        ReplayChatModel(cassette).invoke([SystemMessage("You write kernels."), HumanMessage(drifted)])
+
+    difference = str(miss.value).split("Nearest recorded request differs in:\n", 1)[1].splitlines()
+    assert difference == ["-The kernel wrote every element.\",", "+The kernel never wrote some elements.\","]
+
+
 def test_same_request_recorded_twice_is_served_in_order_then_repeats_the_last(tmp_path: Path) -> None:
     cassette = record(tmp_path, ["first", "second"], [PROMPT, PROMPT])
     replay = ReplayChatModel(cassette)
@@ -199,3 +211,6 @@ def test_numbers_and_the_order_of_memory_lines_do_not_change_the_request_key() -
     reordered = [HumanMessage("- id 17 (y): tile\n  example: b\n- id 4 (x): unroll\n  example: a\nend")]
     swapped = [HumanMessage("- id 17 (y): tile\n  example: a\n- id 4 (x): unroll\n  example: b\nend")]
     assert request_key(with_examples) == request_key(reordered) != request_key(swapped)
+    counted = [HumanMessage("998 of 4,096 elements wrong; shape (3,4)")]
+    assert request_key(counted) == request_key([HumanMessage("1,024 of 4,096 elements wrong; shape (3,5)")])
+    assert request_key(counted) != request_key([HumanMessage("998 of 4,096 elements wrong; shape (3)")])

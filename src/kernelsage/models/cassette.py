@@ -9,6 +9,7 @@ request it does not hold fails loudly instead of guessing.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -59,8 +60,9 @@ def request_key(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]
 
 # Numbers in a prompt (latencies, errors, relevance scores, counts that depend on random inputs, item ids)
 # differ between a recording and its replay on another machine or run; the answer is chosen by the text.
-# So the key sees every number as one token, and the memory listing ("- id ..." lines) as a set.
-_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+# So the key sees every number ("1,024" included: counts are printed with separators) as one token, and
+# the memory listing ("- id ..." lines) as a set.
+_NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-+]?\d+(?:,\d{3}(?!\d))*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 def _canonical_text(text: str) -> str:
@@ -231,12 +233,14 @@ class _Cassette:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.requests: list[dict[str, Any]] = []
         self.served: dict[str, int] = defaultdict(int)
         self.lock = threading.Lock()
         for number, line in enumerate(_read_lines(path), start=1):
             try:
                 exchange = json.loads(line)
                 self.answers[exchange["key"]].append(exchange["response"])
+                self.requests.append(exchange.get("request") or {})
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise ModelError(
                     f"cassette {path} line {number} is not a recorded exchange ({exc}): re-record it"
@@ -250,6 +254,26 @@ class _Cassette:
             position = min(self.served[key], len(answers) - 1)
             self.served[key] += 1
             return answers[position]
+
+    def nearest_difference(self, request: dict[str, Any], limit: int = 12) -> str:
+        """How `request` differs from the most similar recorded one (canonical text, a few diff lines)."""
+        wanted = _request_lines(request)
+        recorded = [_request_lines(candidate) for candidate in self.requests]
+        if not recorded:
+            return ""
+        nearest = max(recorded, key=lambda lines: difflib.SequenceMatcher(None, lines, wanted).ratio())
+        changed = [
+            line if len(line) <= 160 else line[:160] + "..." for line in difflib.unified_diff(nearest, wanted, "recorded", "asked", n=0, lineterm="")
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        shown = "\n".join(changed[:limit]) + (f"\n... {len(changed) - limit} more" if len(changed) > limit else "")
+        return f"Nearest recorded request differs in:\n{shown}" if changed else ""
+
+
+def _request_lines(request: dict[str, Any]) -> list[str]:
+    return json.dumps(request, sort_keys=True, ensure_ascii=False, indent=0, default=str).replace(
+        "\\n", "\n"
+    ).split("\n")
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -297,6 +321,7 @@ class ReplayChatModel(_CassetteModel):
         key = request_key(messages, self.tools)
         answer = self._cassette.next_answer(key)
         if answer is None:
+            difference = self._cassette.nearest_difference(canonical_request(messages, self.tools))
             raise CassetteMissError(
                 f"cassette {self.path.name} holds no answer for request {key[:16]} "
                 f"({len(messages)} messages, {len(self.tools)} tools; last user message: "
@@ -304,6 +329,7 @@ class ReplayChatModel(_CassetteModel):
                 f"operators, order, policy, budget, top-k and starting memory, so the same item ids); elsewhere, "
                 f"e.g. under `langgraph dev`, use a real model. On that stream, the prompt, the tools or the code "
                 f"that builds them changed since recording: re-record the cassette with RecordingChatModel"
+                + (f"\n{difference}" if difference else "")
             )
         return ChatResult(generations=[ChatGeneration(message=response_from_dict(answer))])
 
