@@ -43,22 +43,7 @@ def test_eval_scores_kernels_named_by_nested_ids(tmp_path: Path) -> None:
     assert by_level["1"]["er"]["n"] == 1 and by_level["2"]["er"]["n"] == 0
 
 
-GELU_TANH = """#include "kernelsage_cpu.h"
-#include <cmath>
-#include <cstdint>
-
-int ks_kernel(const ks_tensor* inputs, int n_inputs, ks_tensor* outputs, int n_outputs,
-              const ks_attr* attrs, int n_attrs) {
-    const float* x = (const float*)inputs[0].data;
-    float* y = (float*)outputs[0].data;
-    const int64_t n = ks_numel(&inputs[0]);
-    for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i];
-        y[i] = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
-    }
-    return 0;
-}
-"""
+GELU_TANH = (FIXTURES.parent / "tools" / "kernels" / "gelu_tanh_offset.cpp").read_text().replace("OFFSET", "0.0f")
 
 
 def test_run_goes_through_an_npukernelbench_level_with_a_scripted_model(database_url: str, tmp_path: Path) -> None:

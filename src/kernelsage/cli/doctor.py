@@ -152,7 +152,9 @@ def check_ascend() -> Check:
     return Check("ascend backend", "warn", detail, "; ".join(fixes) + "; see docs/ascend.md")
 
 
-CHECKS: tuple[Callable[[], Check], ...] = (check_isolation, check_backend, check_database, check_embeddings, check_model, check_ascend)
+CHECKS: tuple[Callable[[], Check], ...] = (
+    check_isolation, check_backend, check_database, check_embeddings, check_model, check_ascend,
+)
 
 
 def doctor(as_json: bool = JsonOption,

@@ -262,10 +262,9 @@ class _Cassette:
         if not recorded:
             return ""
         nearest = max(recorded, key=lambda lines: difflib.SequenceMatcher(None, lines, wanted).ratio())
-        changed = [
-            line if len(line) <= 160 else line[:160] + "..." for line in difflib.unified_diff(nearest, wanted, "recorded", "asked", n=0, lineterm="")
-            if line[:1] in "+-" and not line.startswith(("+++", "---"))
-        ]
+        diff = difflib.unified_diff(nearest, wanted, "recorded", "asked", n=0, lineterm="")
+        changed = [line if len(line) <= 160 else line[:160] + "..." for line in diff
+                   if line[:1] in "+-" and not line.startswith(("+++", "---"))]
         shown = "\n".join(changed[:limit]) + (f"\n... {len(changed) - limit} more" if len(changed) > limit else "")
         return f"Nearest recorded request differs in:\n{shown}" if changed else ""
 

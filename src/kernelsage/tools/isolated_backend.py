@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from typing import TypeVar
 
 from kernelsage.tools.isolation import Isolation, require, unsafe_requested
 from kernelsage.tools.sandbox import Limits
+
+_Backend = TypeVar("_Backend", bound="IsolatedBackend")
 
 
 class UnsafeIsolationWarning(RuntimeWarning):
@@ -15,7 +18,8 @@ class UnsafeIsolationWarning(RuntimeWarning):
 
 
 class IsolatedBackend:
-    """Mixin for backends: call `_init_isolation` in the constructor, then use `isolation` and `_limits`."""
+    """Mixin for backends: call `_init_isolation` in the constructor, then use `isolation` and `_limits`;
+    a context manager that calls the backend's `close` on exit."""
 
     unsafe_no_isolation: bool
     _isolation: Isolation | None
@@ -36,6 +40,15 @@ class IsolatedBackend:
                           f"({isolation.problem}); it can read your files and environment",
                           UnsafeIsolationWarning, stacklevel=3)
         return isolation
+
+    def close(self) -> None:
+        """Release what the backend holds (sandboxes, build workers); the base holds nothing."""
+
+    def __enter__(self: _Backend) -> _Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _limits(self, limits: Limits) -> Limits:
         # The judge needs no network namespace under bubblewrap; without it, it keeps what it can.

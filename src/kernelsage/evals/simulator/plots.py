@@ -11,6 +11,7 @@ from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
 from kernelsage.evals.report_plots import _DPI, _STYLE, _note
+from kernelsage.evals.simulator.run import StreamResult
 from kernelsage.evals.simulator.study import Study, Sweep
 
 SWEEP_MEASURES = (("er", "ER"), ("credit_accuracy", "credit accuracy"), ("hot_precision", "hot precision"))
@@ -45,10 +46,15 @@ def _learning_curves(study: Study) -> Figure:
     return figure
 
 
+def _examples_with(study: Study, order: str, field: str) -> list[tuple[str, StreamResult]]:
+    """(policy, example run on `order`) for each policy whose example run has a non-empty `field`."""
+    return [(policy, study.examples[(order, policy)]) for policy in study.spec.policies
+            if (order, policy) in study.examples and getattr(study.examples[(order, policy)], field)]
+
+
 def _scatter(study: Study) -> Figure:
     order = study.spec.orders[0]
-    shown = [(p, study.examples[(order, p)]) for p in study.spec.policies
-             if (order, p) in study.examples and study.examples[(order, p)].learned]
+    shown = _examples_with(study, order, "learned")
     figure, axes = plt.subplots(1, max(1, len(shown)), figsize=(3.4 * max(1, len(shown)), 3.2), squeeze=False)
     if not shown:
         _note(axes[0][0], "no policy learns a score")
@@ -64,8 +70,7 @@ def _scatter(study: Study) -> Figure:
 
 def _hot_composition(study: Study) -> Figure:
     order = study.spec.orders[0]
-    shown = [(p, study.examples[(order, p)]) for p in study.spec.policies
-             if (order, p) in study.examples and study.examples[(order, p)].hot_timeline]
+    shown = _examples_with(study, order, "hot_timeline")
     figure, axes = plt.subplots(max(1, len(shown)), 1, figsize=(7, 2.3 * max(1, len(shown))), squeeze=False)
     if not shown:
         _note(axes[0][0], "no policy keeps a hot memory")

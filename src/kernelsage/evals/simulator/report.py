@@ -25,7 +25,8 @@ NOTES = (
     "where it was shown, over items shown at least 3 times. Hot precision: share of resident rules at the end "
     "whose true value over the stream's operators is positive.",
     "Harmful shown: share of the items shown in the second half of the stream that were harmful (true value "
-    "below -0.05) for the operator and stage they were shown for. Harmful / helpful demoted: share of items of true value below -0.05 / above 0.05 whose stored utility fell "
+    "below -0.05) for the operator and stage they were shown for. Harmful / helpful demoted: share of items "
+    "of true value below -0.05 / above 0.05 whose stored utility fell "
     "below 0; exposures to demote: median episodes that showed a harmful item until it did.",
 )
 

@@ -105,14 +105,6 @@ class AscendBackend(IsolatedBackend):
             sandbox.close()
         self.builder.close()
 
-    def __enter__(self) -> AscendBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-
     def compile(self, candidate: Candidate) -> CompileResult:
         """Layout and safeguard checks, then a verified cached build or a fresh isolated one."""
         return self.builder.compile(candidate, self.isolation)
@@ -140,7 +132,8 @@ class AscendBackend(IsolatedBackend):
         vendor = root / commands.OPGEN_INSTALL / "vendors" / commands.OPGEN_VENDOR
         return {"module": str(root / MODULE_FILE), "artifact": str(root), "artifact_sha256": artifact.sha256,
                 "route": route, "custom_opp": str(vendor) if route != DIRECT else "",
-                "attr_order": json.loads((root / commands.OPGEN_ATTRS).read_text()) if route != DIRECT else [], "device": device, "soc": self.soc, "memory": list(core_memory(self.soc)),
+                "attr_order": json.loads((root / commands.OPGEN_ATTRS).read_text()) if route != DIRECT else [],
+                "device": device, "soc": self.soc, "memory": list(core_memory(self.soc)),
                 "workspace_bytes": self.workspace_bytes, "env": dict(self.toolchain.environment),
                 "read_only": read_only_paths(self.toolchain.ascend_home),
                 "isolation": dataclasses.asdict(isolation), "limits": dataclasses.asdict(self.run_limits),

@@ -107,10 +107,11 @@ static inline const ks_attr* ks_find_attr(const ks_attr* attrs, int n_attrs, con
     return 0;
 }
 
-/* The integer attribute `name`, or `fallback` when the task has none of that name. */
+/* The integer attribute `name` (a float attribute is truncated, as on the cpu backend), or `fallback`. */
 static inline int64_t ks_attr_int(const ks_attr* attrs, int n_attrs, const char* name, int64_t fallback) {
     const ks_attr* a = ks_find_attr(attrs, n_attrs, name);
-    return a && a->kind == KS_ATTR_INT ? a->i : fallback;
+    if (!a) return fallback;
+    return a->kind == KS_ATTR_FLOAT ? (int64_t)a->f : a->kind == KS_ATTR_INT ? a->i : fallback;
 }
 
 /* The floating-point attribute `name` (an integer one is converted), or `fallback`. */

@@ -126,14 +126,6 @@ class CpuBackend(IsolatedBackend):
     def close(self) -> None:
         self._sandbox.close()
 
-    def __enter__(self) -> CpuBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-
     # compile ---------------------------------------------------------------------------------------------
 
     def compile(self, candidate: Candidate) -> CompileResult:
