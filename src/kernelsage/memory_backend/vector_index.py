@@ -4,7 +4,7 @@ Why IVFFlat and not HNSW (measured, docs/memory.md): on clustered data whose clu
 HNSW's greedy walk stays in the cluster it enters; at 100K items its recall@10 was 0.26 at ef_search 100
 and 0.68 at ef_search 1000. IVFFlat's lists are k-means centroids, which find the query's cluster directly.
 Its lists are computed from the data at build time, so the index is rebuilt, concurrently with reads and
-writes, each time the namespace has grown enough to need twice the lists.
+writes, each time the namespace has grown enough to need GROWTH (1.5) times the lists.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import NamespaceInfo
 
 EXACT_BELOW = 5_000  # below this many items a namespace keeps one list: every search reads all its vectors
-ROWS_PER_LIST = 250  # the lists' size when built (316 lists at 100K items: recall 0.99 at 1 probe, hard set)
+ROWS_PER_LIST = 250  # the lists' size when built: 400 lists at 100K (316 lists there gave recall 0.99 at 1 probe)
 GROWTH = 1.5  # rebuilt when the data needs this many times the lists: lists hold 250 to 375 rows
 MAX_LISTS = 4_000  # k-means build time grows with lists x sample (50 rows per list): bounded
 _log = logging.getLogger(__name__)
