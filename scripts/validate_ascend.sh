@@ -40,7 +40,9 @@ echo "== reference kernels (compile, verify on every case, profile against the t
 status=0
 for source in src/kernelsage/tools/ascend/examples/*.cpp; do
     task="$(basename "$source" .cpp)"
-    if "$KS" check -t "$task" -b ascend --source "$source" --json > "$REPORT/$task.json" 2> "$REPORT/$task.err"; then
+    # The direct-launch route builds one file named kernel.cpp; `check` keeps a .cpp file's own name.
+    mkdir -p "$REPORT/$task" && cp "$source" "$REPORT/$task/kernel.cpp"
+    if "$KS" check -t "$task" -b ascend --source "$REPORT/$task/kernel.cpp" --json > "$REPORT/$task.json" 2> "$REPORT/$task.err"; then
         :
     else
         status=1
