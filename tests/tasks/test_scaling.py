@@ -56,7 +56,7 @@ def big_suite(tmp_path: Path) -> Path:
 def test_budgets_read_like_sizes():
     assert parse_bytes("64MiB") == 64 << 20 and parse_bytes("1.5GiB") == 3 << 29
     assert parse_bytes("500MB") == 500_000_000 and parse_bytes("4096") == 4096
-    for bad in ("lots", "-3MiB", "12 parsecs", "0"):
+    for bad in ("lots", "-3MiB", "12 parsecs", "0", "0.5"):
         with pytest.raises(ConfigurationError, match="shape budget"):
             parse_bytes(bad)
 

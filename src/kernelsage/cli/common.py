@@ -79,7 +79,7 @@ def store_url(db: str | None) -> str | None:
     from kernelsage.memory_backend.database import check_url
     from kernelsage.memory_backend.embedded import embedded_database_url
 
-    if "://" in db or db.startswith("postgres"):
+    if "://" in db:
         check_url(db, "--db")
         return db
     directory = Path(db)

@@ -47,7 +47,10 @@ def parse_bytes(text: str | int) -> int:
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
         raise ConfigurationError(f"shape budget {text!r}: give a positive size such as 64MiB, 2GiB or 500MB")
-    return int(float(match.group(1)) * _UNITS[unit])
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if size < 1:
+        raise ConfigurationError(f"shape budget {text!r} is less than one byte: give a size such as 64MiB")
+    return size
 
 
 @dataclass(frozen=True)

@@ -202,7 +202,8 @@ def test_attributes_reach_both_routes_in_their_form() -> None:
     assert attribute_lists({"dim": 1, "eps": 1e-5, "shape": (2, 3), "mode": "max"}) == (
         ["dim", "eps", "shape", "mode"], [0, 1, 2, 3], [1, 0, 0, 0], [0.0, 1e-5, 0.0, 0.0], [[], [], [2, 3], []],
         ["", "", "", "max"])
-    assert verdicts.attr_args({"eps": 0.1, "dim": 2}, ["dim", "alpha"]) == [2, 2]  # by name, else by position
+    assert verdicts.attr_args({"eps": 0.1, "dim": 2}, ["dim", "alpha"]) == [2, 0.1]  # by name, then unclaimed
+    assert verdicts.attr_args({"dim": 2}, ["dim", "alpha"]) == [2, 0]
 
 
 def test_a_cpu_reference_runs_unchanged_on_another_device(relu) -> None:

@@ -28,11 +28,10 @@ OUT_OF_MEMORY_WORDS = ("out of memory", "ACL_ERROR_RT_MEMORY_ALLOCATION", "20700
 
 
 def attr_args(attrs: dict[str, Any], order: Sequence[str]) -> list[Any]:
-    """The task's attributes in the order an msopgen operator's aclnn API takes them (by name, else by
-    position); [] for the direct route (`order` empty)."""
-    values = list(attrs.values())
-    return [attrs[name] if name in attrs else values[index] if index < len(values) else 0
-            for index, name in enumerate(order)]
+    """The task's attributes in the order an msopgen operator's aclnn API takes them: by name, and a name
+    the task lacks takes the next attribute no name claimed (else 0); [] for the direct route."""
+    unclaimed = iter([value for name, value in attrs.items() if name not in order])
+    return [attrs[name] if name in attrs else next(unclaimed, 0) for name in order]
 
 
 def device_message(stderr: str) -> str:

@@ -270,10 +270,6 @@ class Runner:
                                              "interfered with the runner")
         return value, self.last
 
-    def ping(self) -> float:
-        self._request(OP_PING)
-        return self.last
-
     # freezing ------------------------------------------------------------------------------------------
 
     def freeze(self) -> float:
