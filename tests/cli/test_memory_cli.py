@@ -131,3 +131,13 @@ def test_set_up_errors_are_one_line(database_url: str, namespace: str, evolved: 
     missing = _run(database_url, "memory", "export", str(tmp_path / "no" / "m.jsonl"), "-n", namespace)
     assert missing.returncode == 2 and "does not exist; create it" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_db_names_a_directory_even_when_it_is_called_postgres(tmp_path: Path) -> None:
+    from kernelsage.cli.common import store_url
+    from kernelsage.errors import ConfigurationError
+
+    folder = tmp_path / "postgres-data"
+    folder.mkdir()
+    with pytest.raises(ConfigurationError, match="no memory database there"):
+        store_url(str(folder))

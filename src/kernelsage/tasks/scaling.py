@@ -45,11 +45,10 @@ def parse_bytes(text: str | int) -> int:
         return text
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _UNITS or float(match.group(1)) <= 0:
-        raise ConfigurationError(f"shape budget {text!r}: give a positive size such as 64MiB, 2GiB or 500MB")
-    size = int(float(match.group(1)) * _UNITS[unit])
+    size = int(float(match.group(1)) * _UNITS[unit]) if match and unit in _UNITS else 0
     if size < 1:
-        raise ConfigurationError(f"shape budget {text!r} is less than one byte: give a size such as 64MiB")
+        raise ConfigurationError(f"shape budget {text!r}: give a size of at least one byte such as 64MiB, 2GiB "
+                                 "or 500MB")
     return size
 
 
