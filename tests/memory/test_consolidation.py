@@ -58,6 +58,19 @@ def test_a_displaced_rule_returns_to_validated_and_to_cold_retrieval(store: Memo
     assert ids[0] in cold_ids and ids[1] not in cold_ids
 
 
+def test_a_validated_item_that_loses_its_utility_returns_to_cold(store: MemoryStore, namespace: str) -> None:
+    params = SageParams(k_ado=1, k_op=1, hot_budget_tokens=10)  # no 20-token rule fits: it stays validated
+    memory = MemoryStore(store.pool, params=params, token_counter=lambda text: 20).open(namespace, embedding_dim=16)
+    ids = seed_items(memory, unit_vectors(2))
+    commit(memory, episode("e1", "relu", ids, ids[:1]))
+    assert memory.consolidate().validated == 1 and memory.get_item(ids[0]).state == "validated"
+    for n in range(2, 5):  # adopted in failed episodes: its utility turns negative
+        commit(memory, episode(f"e{n}", "relu", ids, ids[:1], t_first=None, t_best=None))
+    assert memory.get_item(ids[0]).utility < 0
+    assert memory.consolidate().validated == 0
+    assert [memory.get_item(i).state for i in ids] == ["cold", "cold"]
+
+
 def test_random_consolidation_fills_the_same_budget_in_another_order(store: MemoryStore, namespace: str) -> None:
     params = SageParams(k_ado=1, k_op=1, hot_budget_tokens=45)
     memory = MemoryStore(store.pool, params=params, token_counter=lambda text: 20).open(

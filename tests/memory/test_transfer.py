@@ -106,3 +106,20 @@ def test_exporting_a_missing_namespace_leaves_no_file(store: MemoryStore, tmp_pa
     with pytest.raises(NamespaceError, match="does not exist"):
         export_jsonl(store, "no-such-namespace", path)
     assert not path.exists() and not (tmp_path / "none.jsonl.partial").exists()
+
+
+def test_an_operator_listed_twice_counts_once_at_the_gate(store: MemoryStore, namespace: str) -> None:
+    """The gate counts distinct adopting operators; an imported list that repeats one must not pass it."""
+    from kernelsage.memory_backend.transfer import export_namespace, import_namespace
+
+    memory = MemoryStore(store.pool, params=SageParams(k_ado=1, k_op=1)).open(namespace, embedding_dim=16)
+    ids = seed_items(memory, unit_vectors(2))
+    commit(memory, episode("e1", "relu", ids, ids[:1]))
+    records = [dict(r) for r in export_namespace(store, namespace)]
+    for record in records:
+        if record["type"] == "item" and record["adopting_ops"]:
+            record |= {"adopting_ops": ["relu", "relu", "relu"], "n_ado": 3}
+    copy = import_namespace(store, namespace + "-repeats", iter(records))
+    strict = MemoryStore(store.pool, params=SageParams(k_ado=3, k_op=3)).open(copy.name)
+    assert strict.consolidate().validated == 0
+    assert sorted(item.adopting_ops for item in strict.list_items()) == [(), ("relu",)]

@@ -112,10 +112,14 @@ def test_displaced_rules_are_demoted_and_newcomers_promoted() -> None:
     assert plan.tokens_used == 18
 
 
-def test_a_validated_item_that_loses_its_utility_returns_to_cold() -> None:
-    item = ItemStats(item_id=1, utility=0.2, n_ado=4, adopting_ops=frozenset({"a", "b", "c"}), state="validated")
-    assert ugc.settle_cold_state(item, PARAMS) == "validated"
-    assert ugc.settle_cold_state(item._replace(utility=-0.01), PARAMS) == "cold"
+@given(st.lists(st.tuples(st.sampled_from([-0.1, 0.0, 1e-9, 0.3]), st.integers(0, 6), st.integers(0, 5)),
+                max_size=40))
+def test_the_column_gate_is_the_scalar_gate(rows) -> None:
+    """Consolidation settles the gate over columns; it must agree with `is_validated` item by item."""
+    stats = [ItemStats(item_id=i, utility=u, n_ado=n, adopting_ops=frozenset(f"op{k}" for k in range(ops)))
+             for i, (u, n, ops) in enumerate(rows)]
+    columns = [np.array([r[k] for r in rows], dtype=t) for k, t in enumerate((np.float64, np.int64, np.int64))]
+    assert ugc.passes_gate(*columns, PARAMS).tolist() == [ugc.is_validated(s, PARAMS) for s in stats]
 
 
 @given(st.lists(st.tuples(st.floats(-0.2, 1.0), st.floats(0.0, 1.0), st.integers(1, 400),

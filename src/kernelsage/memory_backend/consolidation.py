@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import psycopg
@@ -22,7 +23,6 @@ from kernelsage.memory_backend.items import ConsolidationResult, MemoryItem, Nam
 from kernelsage.memory_backend.namespaces import counters
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.policies import MemoryPolicy
-from kernelsage.memory_backend.records import ItemStats
 from kernelsage.memory_backend.tokens import TokenCounter
 
 RuleAbstractor = Callable[[MemoryItem], str]
@@ -64,43 +64,50 @@ def _pass(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, p
     need one instead (if any). Given rules are written for items still validated; items validated since
     they were written compete at the next consolidation."""
     ns = counters(conn, info, for_update=True)
-    rows = item_rows.fetch_stats(conn, q.STATS_OF_GATE_CANDIDATES,
-                                 {"seq": ns["episode_seq"], "ns": info.id, "k": params.k_ado})
-    competitors, unabstracted = _settle_validation(conn, rows, params)
+    items = item_rows.fetch_gate_candidates(conn, ns["episode_seq"], info.id, params.k_ado)
+    kept = _settle_validation(conn, items, params)
+    unabstracted = items.ids[kept & ~items.has_rule].tolist()
     if unabstracted and not rules:
         return unabstracted
     written = {i: rules[i] for i in unabstracted if i in rules}
+    tokens, has_rule = items.tokens.copy(), items.has_rule.copy()
     if written:
         ids = sorted(written)
         conn.execute(q.SET_RULES, (ids, [written[i][0] for i in ids], [written[i][1] for i in ids]))
-        fresh = {s.item_id: s for s, _ in rows if s.item_id in written}
-        competitors.update({i: fresh[i]._replace(tokens=written[i][1]) for i in ids})
-    return _select_hot(conn, info, policy, params, ns, competitors, len(written), seed)
+        for k in np.flatnonzero(np.isin(items.ids, ids)):
+            tokens[k], has_rule[k] = written[int(items.ids[k])][1], True
+    return _select_hot(conn, info, policy, params, ns, _competitors(items, kept & has_rule, tokens), len(written),
+                       seed)
 
 
-def _settle_validation(conn: psycopg.Connection, rows: list[tuple[ItemStats, bool]],
-                       params: SageParams) -> tuple[dict[int, ItemStats], list[int]]:
-    """Apply the gate to every candidate; returns the rules competing for hot memory and the
-    validated items that still need a rule. The gate itself is ugc.is_validated; the SQL only
-    narrows the scan to a superset of what can pass it."""
-    competitors: dict[int, ItemStats] = {}
-    unabstracted: list[int] = []
-    changed: list[tuple[int, str]] = []
-    for stats, has_rule in rows:
-        if stats.state != "hot":
-            settled = ugc.settle_cold_state(stats, params)
-            if settled != stats.state:
-                changed.append((stats.item_id, settled))
-                stats = stats._replace(state=settled)
-            if settled == "cold":
-                continue
-        if has_rule:
-            competitors[stats.item_id] = stats
-        else:
-            unabstracted.append(stats.item_id)
-    if changed:
-        conn.execute(q.SET_STATES, ([i for i, _ in changed], [s for _, s in changed]))
-    return competitors, unabstracted
+def _settle_validation(conn: psycopg.Connection, items: item_rows.GateCandidates, params: SageParams) -> np.ndarray:
+    """Apply the gate to every non-resident candidate and write the states that change; returns which
+    candidates stay in the running for hot memory (resident, or validated now)."""
+    validated = ~items.hot & ugc.passes_gate(items.utility, items.n_ado, items.distinct_ops, params)
+    changed = ~items.hot & (validated != items.validated)
+    if changed.any():
+        conn.execute(q.SET_STATES, (items.ids[changed].tolist(),
+                                    np.where(validated[changed], "validated", "cold").tolist()))
+    return items.hot | validated
+
+
+class _Competitors(NamedTuple):
+    """The rules competing for hot memory, one numpy column each, with access as `ugc` defines it:
+    the moving average of a resident rule, the cold estimate of any other."""
+
+    ids: np.ndarray
+    utility: np.ndarray
+    access: np.ndarray
+    tokens: np.ndarray
+    resident: np.ndarray
+
+
+def _competitors(items: item_rows.GateCandidates, kept: np.ndarray, tokens: np.ndarray) -> _Competitors:
+    resident = items.hot[kept]
+    estimate = ugc.cold_access_estimates(items.n_ret_cold[kept], items.eligible_episodes[kept])
+    return _Competitors(ids=items.ids[kept], utility=items.utility[kept],
+                        access=np.where(resident, items.access[kept], estimate), tokens=tokens[kept],
+                        resident=resident)
 
 
 def _abstract_new_rules(pool: ConnectionPool, info: NamespaceInfo, item_ids: list[int],
@@ -113,48 +120,29 @@ def _abstract_new_rules(pool: ConnectionPool, info: NamespaceInfo, item_ids: lis
 
 
 def _select_hot(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
-                ns: dict[str, int], competitors: dict[int, ItemStats], abstracted: int,
-                seed: int | None) -> ConsolidationResult:
+                ns: dict[str, int], rivals: _Competitors, abstracted: int, seed: int | None) -> ConsolidationResult:
     budget = params.hot_budget_tokens
-    stats = [*competitors.values()]
     seq = ns["episode_seq"]
+    position = dict(zip(rivals.ids.tolist(), range(len(rivals.ids)), strict=True))
+
+    def candidate(item_id: int) -> ugc.HotCandidate:
+        k = position[item_id]
+        return ugc.HotCandidate(item_id, float(rivals.utility[k]), float(rivals.access[k]), int(rivals.tokens[k]))
+
     if policy.consolidation == "random":
-        pool = [_candidate(s) for s in stats]
-        selected = ugc.select_random(pool, budget, random.Random(seq if seed is None else seed))
+        selected = ugc.select_random([candidate(i) for i in position], budget,
+                                     random.Random(seq if seed is None else seed))
     else:
-        selected = ugc.select_hot_columns(*_columns(stats), budget)
-    current = [s.item_id for s in stats if s.state == "hot"]
-    plan = ugc.plan_consolidation(current, selected, {s.item_id: s.tokens for s in stats})
+        selected = ugc.select_hot_columns(rivals.ids, rivals.utility, rivals.access, rivals.tokens, budget)
+    plan = ugc.plan_consolidation(rivals.ids[rivals.resident].tolist(), selected,
+                                  {i: int(rivals.tokens[position[i]]) for i in selected})
     version = ns["hot_version"]
     if plan.promoted or plan.demoted:
         version += 1
-        moved = set(plan.promoted + plan.demoted)
-        _apply_plan(conn, info.id, plan, {s.item_id: _candidate(s) for s in stats if s.item_id in moved}, seq,
-                    version)
+        _apply_plan(conn, info.id, plan, {i: candidate(i) for i in plan.promoted + plan.demoted}, seq, version)
     return ConsolidationResult(hot_version=version, hot=plan.hot, promoted=plan.promoted, demoted=plan.demoted,
-                               validated=sum(1 for s in stats if s.state != "hot"),
-                               abstracted=abstracted, tokens_used=plan.tokens_used, budget=budget)
-
-
-def _candidate(stats: ItemStats) -> ugc.HotCandidate:
-    """An item as a competitor for hot memory: its access estimate depends on whether it is resident."""
-    access = stats.access if stats.state == "hot" else ugc.cold_access_estimate(stats.n_ret_cold,
-                                                                                 stats.eligible_episodes)
-    return ugc.HotCandidate(item_id=stats.item_id, utility=stats.utility, access=access, tokens=stats.tokens)
-
-
-def _columns(stats: list[ItemStats]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Ids, utilities, access estimates and token lengths of the competitors, as `_candidate` computes
-    them, one numpy column each."""
-    count = len(stats)
-    ids = np.fromiter((s.item_id for s in stats), np.int64, count)
-    utility = np.fromiter((s.utility for s in stats), np.float64, count)
-    tokens = np.fromiter((s.tokens for s in stats), np.int64, count)
-    resident = np.fromiter((s.state == "hot" for s in stats), np.bool_, count)
-    access = np.fromiter((s.access for s in stats), np.float64, count)
-    estimate = ugc.cold_access_estimates(np.fromiter((s.n_ret_cold for s in stats), np.float64, count),
-                                         np.fromiter((s.eligible_episodes for s in stats), np.float64, count))
-    return ids, utility, np.where(resident, access, estimate), tokens
+                               validated=int((~rivals.resident).sum()), abstracted=abstracted,
+                               tokens_used=plan.tokens_used, budget=budget)
 
 
 def _apply_plan(conn: psycopg.Connection, namespace_id: int, plan: ugc.ConsolidationPlan,

@@ -6,6 +6,7 @@ The records themselves (NewItem, MemoryItem) are in items.py; this module moves 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -104,3 +105,33 @@ def fetch_stats(conn: psycopg.Connection, query: str, params: dict[str, Any]) ->
         (ItemStats(r[0], r[1], r[2], r[3], r[4], frozenset(r[5]), r[6], int(r[11]), r[9], r[10], r[7], r[8]), r[12])
         for r in rows
     ]
+
+
+@dataclass(frozen=True)
+class GateCandidates:
+    """The items consolidation reads, one numpy column per statistic (entry i is one item)."""
+
+    ids: np.ndarray  # int64
+    utility: np.ndarray
+    n_ado: np.ndarray
+    distinct_ops: np.ndarray  # distinct operators that adopted the item
+    access: np.ndarray  # p of a resident rule
+    n_ret_cold: np.ndarray
+    eligible_episodes: np.ndarray
+    tokens: np.ndarray  # L: of the rule once abstracted, else of the text
+    hot: np.ndarray  # bool: resident now
+    validated: np.ndarray  # bool: validated before this consolidation
+    has_rule: np.ndarray  # bool: abstracted already
+
+
+_GATE_DTYPES = (np.int64, np.float64, np.int64, np.int64, np.float64, np.float64, np.float64, np.int64,
+                np.bool_, np.bool_, np.bool_)
+
+
+def fetch_gate_candidates(conn: psycopg.Connection, seq: int, namespace_id: int, k_ado: int) -> GateCandidates:
+    """Every item of the namespace that is resident, validated, or may have just passed the gate."""
+    with conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+        arrays = cursor.execute(q.GATE_CANDIDATE_COLUMNS, {"seq": seq, "ns": namespace_id, "k": k_ado}).fetchone()
+    assert arrays is not None  # an aggregate always returns its row (of NULLs when nothing matched)
+    return GateCandidates(*(np.array(a or [], dtype=t) for a, t in zip(arrays, _GATE_DTYPES, strict=True)))
+

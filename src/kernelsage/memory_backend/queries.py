@@ -64,8 +64,16 @@ _STATS = (
 )
 STATS_OF_SHOWN_FOR_UPDATE = _STATS + "namespace_id = %(ns)s AND id = ANY(%(ids)s) ORDER BY id FOR NO KEY UPDATE"
 STATS_OF_IDS = _STATS + "id = ANY(%(ids)s)"
-# A superset of the items that can pass the validation gate (ugc.is_validated decides).
-STATS_OF_GATE_CANDIDATES = _STATS + "namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
+# Consolidation's columns (item_rows.fetch_gate_candidates), one array each, of a superset of the items that
+# can pass the validation gate (ugc.passes_gate decides). Arrays rather than rows: the curator reads thousands
+# after every episode. adopting_ops holds distinct operators (written from a set, deduplicated on import).
+GATE_CANDIDATE_COLUMNS = (
+    "SELECT array_agg(id), array_agg(utility), array_agg(n_ado), array_agg(cardinality(adopting_ops)), "
+    "array_agg(access), array_agg(n_ret_cold), array_agg(eligible_banked + COALESCE(%(seq)s - eligible_since, 0)), "
+    "array_agg(COALESCE(rule_tokens, tokens)), array_agg(state = 'hot'), array_agg(state = 'validated'), "
+    "array_agg(rule_text IS NOT NULL) "
+    "FROM ks_items WHERE namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
+)
 
 # -- retrieval --------------------------------------------------------------------------------------
 

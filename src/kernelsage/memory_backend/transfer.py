@@ -102,6 +102,8 @@ def _import_record(conn: psycopg.Connection, info: NamespaceInfo, record: dict[s
         ids[old] = item_rows.next_item_ids(conn, 1)[0]
         vector = checked_vector(record.pop("embedding"), info.embedding_dim, f"item {old}")
         record = {**record, "id": ids[old]}
+        if isinstance(record.get("adopting_ops"), list):  # a set: the gate counts its members
+            record["adopting_ops"] = sorted(set(record["adopting_ops"]))
     elif record_type in _ITEM_REFERENCES:
         if record["item_id"] not in ids:
             raise NamespaceError(f"{record_type} refers to item {record['item_id']}, which is not exported")

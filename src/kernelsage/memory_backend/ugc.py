@@ -37,6 +37,11 @@ def is_validated(stats: ItemStats, params: SageParams) -> bool:
     return stats.utility > 0 and stats.n_ado >= params.k_ado and len(stats.adopting_ops) >= params.k_op
 
 
+def passes_gate(utility: np.ndarray, n_ado: np.ndarray, distinct_ops: np.ndarray, params: SageParams) -> np.ndarray:
+    """`is_validated` over columns: the same three comparisons, one boolean per item."""
+    return (utility > 0) & (n_ado >= params.k_ado) & (distinct_ops >= params.k_op)
+
+
 def cold_access_estimate(n_ret_cold: int, eligible_episodes: int) -> float:
     """p before promotion: cold retrievals over the episodes in which the item was retrievable."""
     if eligible_episodes <= 0:
@@ -128,8 +133,3 @@ def plan_consolidation(
         demoted=tuple(sorted(current - chosen)),
         tokens_used=sum(tokens[i] for i in chosen),
     )
-
-
-def settle_cold_state(stats: ItemStats, params: SageParams) -> str:
-    """Lifecycle of a non-resident item after an episode: validated while it passes the gate, else cold."""
-    return "validated" if is_validated(stats, params) else "cold"
