@@ -88,7 +88,8 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 def seed(memory, vectors: np.ndarray, batch: int = 10_000) -> tuple[np.ndarray, float]:
-    """Store the vectors in batches; returns their ids (in vector order) and the seconds it took."""
+    """Store the vectors in batches; returns their ids (in vector order) and the seconds it took, index
+    builds included."""
     start = time.perf_counter()
     ids: list[int] = []
     for offset in range(0, len(vectors), batch):
@@ -96,6 +97,7 @@ def seed(memory, vectors: np.ndarray, batch: int = 10_000) -> tuple[np.ndarray, 
             NewItem(text=f"experience {offset + i}", operator=f"op{(offset + i) % 40}", embedding=v)
             for i, v in enumerate(vectors[offset: offset + batch])
         ])
+    memory.store.index_builds.wait()  # the index the data calls for, built in the background meanwhile
     return np.asarray(ids), time.perf_counter() - start
 
 

@@ -141,7 +141,8 @@ def test_filtered_search_does_not_under_return(store: MemoryStore, namespace: st
     params = SageParams(pool_size=40, top_k=40, probes=1)
     memory = MemoryStore(store.pool, params=params).open(namespace, embedding_dim=16)
     vectors = unit_vectors(vector_index.EXACT_BELOW + 1000, seed=3)
-    ids = np.array(seed_items(memory, vectors))  # past EXACT_BELOW: the store gave it an IVF index
+    ids = np.array(seed_items(memory, vectors))  # past EXACT_BELOW: the store gives it an IVF index
+    memory.store.index_builds.wait()
     lists = vector_index.lists_for(len(ids))
     query = vectors[0]
     order = np.argsort(-(vectors @ query))

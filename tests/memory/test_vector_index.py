@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import threading
+
 import numpy as np
+import psycopg
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -50,7 +55,62 @@ def test_small_namespaces_are_searched_exactly_and_large_ones_get_lists(store: M
         assert found == ids[np.argsort(-(vectors @ query))[:10]].tolist()
 
     more = unit_vectors(vector_index.EXACT_BELOW, seed=13)
-    seed_items(memory, more)  # past EXACT_BELOW: the write rebuilds the index with lists, the old one goes
+    seed_items(memory, more)  # past EXACT_BELOW: the write has the index rebuilt with lists, the old one goes
+    memory.store.index_builds.wait()
     lists = vector_index.lists_for(len(vectors) + len(more))
     assert index_names(store, memory.info.id) == [f"ks_item_vectors_ivf_ns{memory.info.id}_l{lists}"]
     assert vector_index.maintain(store.pool, memory.info) is None  # nothing more to do at this size
+
+
+def test_a_write_that_calls_for_more_lists_does_not_wait_for_the_build(store: MemoryStore, namespace: str) -> None:
+    """The rebuild runs in the background: here it waits for a writer that holds the table, and the write
+    that asked for it has returned meanwhile, with searches served by the old index."""
+    memory = MemoryStore(store.pool).open(namespace, embedding_dim=16)
+    vectors = unit_vectors(vector_index.EXACT_BELOW, seed=5)
+    with store.pool.connection() as blocker:
+        blocker.execute("LOCK TABLE ks_item_vectors IN ROW EXCLUSIVE MODE")  # CREATE INDEX CONCURRENTLY waits
+        writer = threading.Thread(target=seed_items, args=(memory, vectors))
+        writer.start()
+        writer.join(timeout=60)
+        assert not writer.is_alive(), "the write waited for the index build"
+        with store.pool.connection() as conn:
+            assert vector_index.current_lists(conn, memory.info.id) == 1
+        assert len(memory.relevance_pool(vectors[0], size=10)) == 10
+    memory.store.index_builds.wait()
+    with store.pool.connection() as conn:
+        assert vector_index.current_lists(conn, memory.info.id) == vector_index.lists_for(len(vectors))
+    assert index_names(store, memory.info.id) == [
+        f"ks_item_vectors_ivf_ns{memory.info.id}_l{vector_index.lists_for(len(vectors))}"]
+
+
+def test_deleting_a_namespace_does_not_wait_for_searches_of_others(store: MemoryStore, namespace: str) -> None:
+    """The vectors table is shared: a delete must not lock it (a plain DROP INDEX would wait here for the
+    open search, and every search after would wait for the drop). Its indexes go in the background."""
+    memory = store.open(namespace, embedding_dim=16)
+    doomed = store.open(namespace + "-doomed", embedding_dim=16)
+    seed_items(doomed, unit_vectors(3, seed=6))
+    with store.pool.connection() as reader:  # a search of another namespace, its transaction still open
+        reader.execute("SELECT count(*) FROM ks_item_vectors WHERE namespace_id = %s", (memory.info.id,))
+        deleter = threading.Thread(target=store.delete_namespaces, args=([doomed.name],))
+        deleter.start()
+        deleter.join(timeout=60)
+        assert not deleter.is_alive(), "the delete waited for a search of another namespace"
+        assert store.namespace_info(doomed.name) is None
+    store.index_builds.wait()
+    assert index_names(store, doomed.info.id) == []
+    assert index_names(store, memory.info.id) == [f"ks_item_vectors_ivf_ns{memory.info.id}_l1"]
+
+
+@pytest.mark.parametrize(("lists", "rows"), [(100, 10_000), (300, 16_000), (150, 12_000)])
+def test_the_build_memory_estimate_is_what_pgvector_asks_for(store: MemoryStore, lists: int, rows: int) -> None:
+    """maintenance_work_mem is set from the estimate: pgvector's own refusal names what it needs."""
+    with store.pool.connection() as conn:  # one transaction, rolled back: the table and the setting go
+        conn.execute("CREATE TEMP TABLE sample (embedding vector(16))")
+        conn.execute("INSERT INTO sample SELECT array_fill(g::real, ARRAY[16])::vector FROM generate_series(1, %s) g",
+                     (rows,))
+        conn.execute("SET LOCAL maintenance_work_mem = '1MB'")
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as refused:
+            conn.execute(f"CREATE INDEX ON sample USING ivfflat (embedding vector_cosine_ops) WITH (lists = {lists})")
+    required_mb = int(re.search(r"memory required is (\d+) MB", str(refused.value)).group(1))
+    estimate = vector_index.build_memory_bytes(lists, 16)
+    assert required_mb - 1 <= estimate / 2**20 <= required_mb  # pgvector rounds up to the next MB

@@ -267,7 +267,7 @@ def delete(
                 raise ConfigurationError(f"deleting {len(chosen)} namespaces needs confirmation: pass --yes")
             say("about to delete: " + ", ".join(chosen), to=console)
             typer.confirm("Delete them with everything they hold?", abort=True)
-        deleted = [name for name in chosen if store.delete_namespace(name)]
+        deleted = store.delete_namespaces(chosen)
     if as_json:
         print_json({"deleted": deleted})
     else:

@@ -125,11 +125,9 @@ def create_if_missing(conn: psycopg.Connection, name: str, *, embedding_dim: int
 
 
 def delete_namespace(conn: psycopg.Connection, name: str) -> bool:
-    """Delete a namespace with everything in it; False when there was none of that name."""
-    row = conn.execute(q.DELETE_NAMESPACE, (name,)).fetchone()
-    if row is not None:
-        conn.execute(q.drop_vector_index(row["id"]))
-    return row is not None
+    """Delete a namespace with everything in it; False when there was none of that name. Its vector
+    indexes stay until `vector_index.drop_orphaned` drops them (they index no rows meanwhile)."""
+    return conn.execute(q.DELETE_NAMESPACE, (name,)).fetchone() is not None
 
 
 def resolve(pool: ConnectionPool, name: str, *, embeddings: Embeddings | None, embedding_dim: int | None,

@@ -209,7 +209,8 @@ INSERT_ITEM_VECTOR = (
 # -- composed statements: identifiers that vary -----------------------------------------------------
 
 
-_VECTOR_INDEX_PREFIX = "ks_item_vectors_ivf_ns{}_l"  # + the number of lists it was built with
+VECTOR_INDEX_FAMILY = "ks_item_vectors_ivf_ns"  # every namespace's vector indexes start so
+_VECTOR_INDEX_PREFIX = VECTOR_INDEX_FAMILY + "{}_l"  # + the number of lists it was built with
 
 
 def vector_index_prefix(namespace_id: int) -> str:
@@ -235,15 +236,6 @@ def create_vector_index(namespace_id: int, dim: int, lists: int = 1, *, concurre
              lists=sql.Literal(lists), ns=sql.Literal(namespace_id))
 
 
-def drop_vector_index(namespace_id: int) -> sql.Composed:
-    """Drop every vector index of the namespace (there are two for a moment while one is rebuilt)."""
-    return sql.SQL(
-        "DO $$DECLARE r record; BEGIN FOR r IN SELECT indexrelid::regclass AS name FROM pg_index i "
-        "JOIN pg_class c ON c.oid = i.indexrelid WHERE starts_with(c.relname, {prefix}) "
-        "LOOP EXECUTE format('DROP INDEX IF EXISTS %s', r.name); END LOOP; END$$"
-    ).format(prefix=sql.Literal(vector_index_prefix(namespace_id)))
-
-
 def drop_index_concurrently(name: str) -> sql.Composed:
     return sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
 
@@ -254,6 +246,12 @@ VECTOR_INDEXES = (
     "SELECT c.relname AS name, i.indisvalid AS valid, "
     "substring(c.relname FROM '_l([0-9]+)$')::int AS lists FROM pg_index i "
     "JOIN pg_class c ON c.oid = i.indexrelid WHERE starts_with(c.relname, %s)"
+)
+# Vector indexes whose namespace is gone (a delete leaves its indexes to be dropped concurrently after it).
+ORPHANED_VECTOR_INDEXES = (
+    "SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "WHERE starts_with(c.relname, %s) AND NOT EXISTS (SELECT 1 FROM ks_namespaces n "
+    "WHERE n.id = substring(c.relname FROM '_ns([0-9]+)_l')::bigint)"
 )
 VECTOR_INDEX_LOCK = "SELECT pg_try_advisory_lock(%s, %s) AS locked"
 VECTOR_INDEX_UNLOCK = "SELECT pg_advisory_unlock(%s, %s)"

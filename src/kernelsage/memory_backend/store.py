@@ -62,6 +62,7 @@ class MemoryStore:
         self.params = params or SageParams()
         self.token_counter = token_counter
         self._owns_pool = owns_pool
+        self.index_builds = vector_index.IndexBuilds(pool)
         self.migrate()
 
     @classmethod
@@ -70,6 +71,8 @@ class MemoryStore:
         return cls(open_pool(url or database_url()), owns_pool=True, **kwargs)
 
     def close(self) -> None:
+        """Wait for an index build under way, then close the pool if the store opened it."""
+        self.index_builds.close()
         if self._owns_pool:
             self.pool.close()
 
@@ -131,8 +134,16 @@ class MemoryStore:
                       params=params or self.params)
 
     def delete_namespace(self, name: str) -> bool:
-        """Delete a namespace with everything in it (retried whole when it deadlocks with another drop)."""
-        return run_transaction(self.pool, lambda conn: namespaces.delete_namespace(conn, name))
+        """Delete a namespace with everything in it; False when there was none of that name."""
+        return bool(self.delete_namespaces([name]))
+
+    def delete_namespaces(self, names: Sequence[str]) -> list[str]:
+        """Delete several namespaces in one transaction (all or none); returns those that existed. Their
+        vector indexes are dropped in the background, without locking the table other namespaces use."""
+        deleted = run_transaction(self.pool, lambda conn: [n for n in names if namespaces.delete_namespace(conn, n)])
+        if deleted:
+            self.index_builds.drop_orphans()
+        return deleted
 
 
 class Memory:
@@ -183,7 +194,7 @@ class Memory:
 
         ids = run_transaction(self.store.pool, work)
         if ids:
-            vector_index.maintain(self.store.pool, self.info)  # grows the index's lists with the namespace
+            self.store.index_builds.request(self.info)  # grows the index's lists with the namespace
         return ids
 
     def get_item(self, item_id: int) -> MemoryItem:
@@ -259,7 +270,7 @@ class Memory:
         result = run_transaction(self.store.pool, lambda conn: episodes.commit_episode(
             conn, self.info, self.policy, self.params, episode, new_items, vectors, self.store.token_counter))
         if result.new_item_ids and result.applied:
-            vector_index.maintain(self.store.pool, self.info)
+            self.store.index_builds.request(self.info)
         return result
 
     def episode_credits(self, episode_id: str) -> dict[int, tuple[float, float, float]]:

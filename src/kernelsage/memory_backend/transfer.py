@@ -83,6 +83,7 @@ def import_namespace(store: MemoryStore, name: str, records: Iterator[dict[str, 
     except Exception as exc:
         with transaction(store.pool) as conn:
             delete_namespace(conn, name)
+        store.index_builds.drop_orphans()
         if isinstance(exc, (psycopg.Error, KeyError, TypeError)):
             raise NamespaceError(f"import into {name!r} failed and was rolled back: {exc}") from exc
         raise

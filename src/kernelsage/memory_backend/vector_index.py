@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -21,7 +24,9 @@ from kernelsage.memory_backend.items import NamespaceInfo
 EXACT_BELOW = 5_000  # below this many items a namespace keeps one list: every search reads all its vectors
 ROWS_PER_LIST = 250  # the lists' size when built: 400 lists at 100K (316 lists there gave recall 0.99 at 1 probe)
 GROWTH = 1.5  # rebuilt when the data needs this many times the lists: lists hold 250 to 375 rows
-MAX_LISTS = 4_000  # k-means build time grows with lists x sample (50 rows per list): bounded
+MAX_LISTS = 2_000  # k-means keeps a bound per sample row and list: 50 rows per list make it 200 x lists^2
+# bytes (0.8 GB at 2,000 lists, 3.2 GB at 4,000), so the lists stop growing here: 500 rows per list at 1M items
+SAMPLE_ROWS_PER_LIST, MIN_SAMPLE_ROWS = 50, 10_000  # pgvector's k-means sample
 _log = logging.getLogger(__name__)
 
 
@@ -30,6 +35,17 @@ def lists_for(rows: int) -> int:
     if rows < EXACT_BELOW:
         return 1
     return min(MAX_LISTS, max(2, math.ceil(rows / ROWS_PER_LIST)))
+
+
+def build_memory_bytes(lists: int, dim: int) -> int:
+    """The memory pgvector's IVFFlat k-means asks maintenance_work_mem for (its sample, the centres, a
+    lower bound per sample row and centre, the centres' pairwise distances), as its build computes it.
+    pgvector caps the sample by the table's pages, not its rows; here it is not capped (an over-estimate
+    only for tables smaller than the sample)."""
+    samples = max(SAMPLE_ROWS_PER_LIST * lists, MIN_SAMPLE_ROWS)
+    vector = 8 + 4 * dim
+    return (samples * vector + 3 * lists * vector + 4 * lists * dim + 4 * lists + 8 * samples
+            + 4 * samples * lists + 4 * lists * lists + 8 * lists)
 
 
 def needs_rebuild(current_lists: int | None, rows: int) -> bool:
@@ -71,6 +87,60 @@ def maintain(pool: ConnectionPool, info: NamespaceInfo) -> int | None:
         return None
 
 
+class IndexBuilds:
+    """A store's index rebuilds, on one background thread: the write that made a namespace big enough
+    returns at once (a build takes about 10 s at 100K items), and searches use the old index until the
+    new one replaces it. `close` waits for the build under way, so none is left half done."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._queued: set[int] = set()
+
+    def request(self, info: NamespaceInfo) -> None:
+        """Check the namespace's index (and rebuild it if its size calls for it) in the background."""
+        with self._lock:
+            if info.id in self._queued:
+                return
+            self._queued.add(info.id)
+        self._submit(lambda pool: self._build(pool, info))
+
+    def _build(self, pool: ConnectionPool, info: NamespaceInfo) -> None:
+        with self._lock:
+            self._queued.discard(info.id)  # a write during the build asks again, and is checked after it
+        maintain(pool, info)
+
+    def _submit(self, job: Callable[[ConnectionPool], object]) -> None:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelsage-index")
+            self._executor.submit(self._run, job)
+
+    def _run(self, job: Callable[[ConnectionPool], object]) -> None:
+        try:
+            job(self._pool)
+        except Exception as exc:  # e.g. the pool closed under it: the next write asks again
+            _log.warning("vector index maintenance failed: %s", exc)
+
+    def drop_orphans(self) -> None:
+        """Drop, in the background, the indexes of namespaces deleted since (see `drop_orphaned`)."""
+        self._submit(drop_orphaned)
+
+    def wait(self) -> None:
+        """Return when every build requested so far has ended."""
+        with self._lock:
+            executor = self._executor
+        if executor is not None:
+            executor.submit(lambda: None).result()
+
+    def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+
 def _maintain(pool: ConnectionPool, info: NamespaceInfo) -> int | None:
     with pool.connection() as conn:
         rows = conn.execute(q.COUNT_VECTORS, (info.id,)).fetchone()["n"]
@@ -99,10 +169,38 @@ def _rebuild(conn: psycopg.Connection, info: NamespaceInfo) -> int | None:
     if not needs_rebuild(current, rows):  # another process rebuilt it meanwhile
         return None
     lists = lists_for(rows)
-    conn.execute("SET maintenance_work_mem = '512MB'")  # k-means sample and the lists in memory
-    conn.execute(q.create_vector_index(info.id, info.embedding_dim, lists, concurrently=True))
-    conn.execute("RESET maintenance_work_mem")
+    megabytes = build_memory_bytes(lists, info.embedding_dim) * 5 // 4 // 2**20 + 64  # with a margin
+    conn.execute(f"SET maintenance_work_mem = '{max(megabytes, 128)}MB'")
+    try:
+        conn.execute(q.create_vector_index(info.id, info.embedding_dim, lists, concurrently=True))
+    finally:  # the connection goes back to the pool
+        conn.execute("RESET maintenance_work_mem")
     for index in _indexes(conn, info.id):
         if index["lists"] != lists:
             conn.execute(q.drop_index_concurrently(index["name"]))
     return lists
+
+
+def drop_orphaned(pool: ConnectionPool) -> list[str]:
+    """Drop the vector indexes whose namespace was deleted; returns their names.
+
+    A delete removes the namespace's rows in its transaction and leaves its indexes to this: DROP INDEX
+    CONCURRENTLY (outside any transaction) does not lock the vectors table that every namespace shares,
+    as a plain DROP INDEX would while it waits for the searches under way. Failures are logged; indexes
+    left behind are dropped by the next call.
+    """
+    dropped = []
+    with pool.connection() as conn:
+        conn.autocommit = True
+        try:
+            for row in conn.execute(q.ORPHANED_VECTOR_INDEXES, (q.VECTOR_INDEX_FAMILY,)).fetchall():
+                try:
+                    conn.execute(q.drop_index_concurrently(row["name"]))
+                    dropped.append(row["name"])
+                except psycopg.Error as exc:
+                    _log.warning("could not drop the vector index %s of a deleted namespace (%s)", row["name"],
+                                 " ".join(str(exc).split()))
+        finally:
+            conn.autocommit = False
+    return dropped
+

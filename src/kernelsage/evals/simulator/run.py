@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import psycopg
 
 from kernelsage.evals.records import EpisodeRecord
 from kernelsage.evals.simulator.episode import HARMFUL, HELPFUL, EpisodeContext, Truth, run_episode
@@ -117,19 +116,6 @@ def _learned(memory: Memory, world: World, truth: Truth) -> tuple[dict[int, floa
     return {}, span
 
 
-def _delete(store: MemoryStore, name: str, attempts: int = 5) -> None:
-    """Delete a stream's namespace; dropping its vector index can deadlock with another process dropping
-    another namespace's index on the same server, so a deadlock is retried."""
-    for attempt in range(1, attempts + 1):
-        try:
-            store.delete_namespace(name)
-            return
-        except psycopg.errors.DeadlockDetected:
-            if attempt == attempts:
-                raise
-            time.sleep(0.2 * attempt)
-
-
 def run_stream(store: MemoryStore, spec: StreamSpec, *, run_id: str | None = None,
                on_episode: Callable[[int, Truth], None] | None = None) -> StreamResult:
     """Run one simulated stream on the store; its namespace is deleted afterwards unless kept.
@@ -158,7 +144,7 @@ def run_stream(store: MemoryStore, spec: StreamSpec, *, run_id: str | None = Non
         committed = int(memory.stats()["episodes"])
     finally:
         if not spec.keep_namespace:
-            _delete(store, memory.name)
+            store.delete_namespace(memory.name)
     return StreamResult(spec=spec, world=world, operators=operators, records=records, truth=truth, learned=learned,
                         hot_timeline=timeline, hot_values=hot_values, committed_episodes=committed,
                         max_hot_tokens=max((p.tokens for p in timeline), default=0), utility_range=span,
