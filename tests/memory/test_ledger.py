@@ -1,5 +1,6 @@
 """The retrieval ledger does not grow without bound: episodes retrieved for but never committed are removed
-once all their retrievals are older than ledger.ABANDONED_AFTER; episodes in progress are kept whole."""
+by the next commit once all their retrievals are older than ledger.ABANDONED_AFTER; episodes in progress
+are kept whole."""
 
 from __future__ import annotations
 
@@ -40,13 +41,14 @@ def test_abandoned_episodes_leave_the_ledger_and_live_ones_stay(store: MemorySto
     age(store, memory, "paused", (1,))
     assert set(ledger_rows(store, memory)) == {"abandoned", "paused", "fresh"}
 
-    memory.retrieve(unit_vectors(1, seed=6)[0], episode_id="another", round=1)  # any recording cleans up
-    assert ledger_rows(store, memory) == {"paused": (2, 4), "fresh": (1, 1), "another": (1, 6)}
+    memory.retrieve(unit_vectors(1, seed=6)[0], episode_id="another", round=1)  # retrievals only record
+    assert set(ledger_rows(store, memory)) == {"abandoned", "paused", "fresh", "another"}
 
-    # The paused episode commits normally: none of its rounds was taken from it.
+    # The paused episode commits normally (none of its rounds was taken from it) and removes the abandoned one.
     first, second = episode("paused", "relu", ids[:2], ids[:1]), episode("paused", "relu", ids[2:4], ())
     trace = replace(first, exposures=first.exposures + tuple(e.model_copy(update={"round": 2}) for e in second.exposures))
     assert memory.commit_episode(trace).applied
+    assert ledger_rows(store, memory) == {"fresh": (1, 1), "another": (1, 6)}
 
     # A commit also removes abandoned ledgers: "fresh" and "last" age past the limit after the last recording.
     memory.show("last", 1, ids[:1])

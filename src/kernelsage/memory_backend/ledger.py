@@ -30,8 +30,8 @@ def check_round(episode_id: str, round_no: int) -> None:
 def record(conn: psycopg.Connection, info: NamespaceInfo, episode_id: str, round_no: int, hot_version: int,
            shown: list[tuple[int, Tier]]) -> None:
     """Record what one retrieval showed; a repeated retrieval of the same round (a resumed run) replaces it.
-    Abandoned episodes' ledgers are removed on the way, so the ledger holds only episodes in progress."""
-    forget_abandoned(conn, info)
+    Abandoned episodes' ledgers are removed by commits, not here: a retrieval reads one snapshot, and two
+    of them deleting the same rows would make one fail and start again."""
     conn.execute(q.DELETE_RETRIEVAL, (info.id, episode_id, round_no))
     conn.execute(q.INSERT_RETRIEVAL, (info.id, episode_id, round_no, hot_version))
     if shown:
@@ -95,7 +95,7 @@ def forget(conn: psycopg.Connection, info: NamespaceInfo, episode_id: str) -> No
     forget_abandoned(conn, info)
 
 
-def forget_abandoned(conn: psycopg.Connection, info: NamespaceInfo, older_than: timedelta = ABANDONED_AFTER) -> int:
-    """Remove the ledgers of episodes whose every retrieval is older than `older_than`; returns the number
-    of retrievals removed (their shown items go with them)."""
-    return conn.execute(q.DELETE_ABANDONED_RETRIEVALS, {"ns": info.id, "age": older_than}).rowcount
+def forget_abandoned(conn: psycopg.Connection, info: NamespaceInfo) -> int:
+    """Remove the ledgers of episodes whose every retrieval is older than ABANDONED_AFTER; returns the
+    number of retrievals removed (their shown items go with them)."""
+    return conn.execute(q.DELETE_ABANDONED_RETRIEVALS, {"ns": info.id, "age": ABANDONED_AFTER}).rowcount
