@@ -92,6 +92,8 @@ def test_a_run_id_opens_the_namespace_it_learned_in(database_url: str, run_memor
     fits(shown.stdout, "experience", "utility")
     unknown = _run(database_url, "memory", "stats", "--run", "no-such-run")
     assert unknown.returncode == 2 and "no namespace of run 'no-such-run'" in unknown.stderr
+    both = _run(database_url, "memory", "stats", "-n", names[1], "--run", run_id, "--policy", "sage")
+    assert both.returncode == 2 and "give one of them" in both.stderr  # not silently the run's namespace
 
 
 def test_delete_asks_for_confirmation_and_removes_a_runs_namespaces(

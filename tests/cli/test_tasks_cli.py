@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,14 @@ def test_backend_limits_come_from_options_else_the_environment(monkeypatch):
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "a lot")
     with pytest.raises(BackendError, match="KERNELSAGE_CPU_MEMORY_MB='a lot'"):
         get_backend("cpu")
+
+
+def test_a_run_s_settings_do_not_outlive_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run/compare hand --shape-budget and the limits on through the environment, for that command only."""
+    from kernelsage.cli.task_options import MEMORY_LIMIT_ENV, SHAPE_BUDGET_ENV, exported_settings
+
+    monkeypatch.setenv(SHAPE_BUDGET_ENV, "1MiB")
+    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    with exported_settings("2MiB", 512, None):
+        assert os.environ[SHAPE_BUDGET_ENV] == "2MiB" and os.environ[MEMORY_LIMIT_ENV] == "512"
+    assert os.environ[SHAPE_BUDGET_ENV] == "1MiB" and MEMORY_LIMIT_ENV not in os.environ

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from kernelsage.cli.common import (
 from kernelsage.errors import ConfigurationError, NamespaceError
 from kernelsage.memory_backend.items import MemoryItem
 from kernelsage.memory_backend.namespaces import namespaces_of_run, parse_run_namespace
+from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
 ParamOption = typer.Option(
     [], "--param", "-p", envvar="KERNELSAGE_PARAMS",
@@ -29,6 +31,10 @@ ParamOption = typer.Option(
 )
 RunOption = typer.Option(None, "--run", "-r", help="A run id: the namespace that run learned in (instead of -n).")
 PolicyOption = typer.Option(None, "--policy", help="With --run: which policy's namespace, when it ran several.")
+# Where --run can name the namespace instead, -n has no default of its own, so giving both is refused.
+ChosenNamespaceOption = typer.Option(
+    None, "--namespace", "-n",
+    help=f"Memory namespace (default: KERNELSAGE_NAMESPACE, else {DEFAULT_NAMESPACE!r}); or name it with --run.")
 
 
 def _params(texts: list[str]) -> Any:
@@ -40,12 +46,14 @@ def _params(texts: list[str]) -> Any:
 memory_app = typer.Typer(help="Inspect and move the memory (PostgreSQL + pgvector).", no_args_is_help=True)
 
 
-def _resolve(store: Any, namespace: str, run: str | None, policy: str | None) -> str:
+def _resolve(store: Any, namespace: str | None, run: str | None, policy: str | None) -> str:
     """The namespace a command works on: `-n NAME`, or the one run `--run` learned in."""
     if run is None:
         if policy is not None:
             raise ConfigurationError("--policy goes with --run (use -n for a namespace by name)")
-        return namespace
+        return namespace or os.environ.get("KERNELSAGE_NAMESPACE", DEFAULT_NAMESPACE)
+    if namespace is not None:
+        raise ConfigurationError(f"-n {namespace!r} and --run {run!r} both name a namespace: give one of them")
     names = [info.name for info in store.list_namespaces()]
     found = namespaces_of_run(names, run, policy)
     if len(found) == 1:
@@ -144,7 +152,7 @@ def namespaces(db: str | None = DatabaseOption, as_json: bool = JsonOption) -> N
 
 
 @memory_app.command("stats")
-def stats(namespace: str = NamespaceOption, run: str | None = RunOption, policy: str | None = PolicyOption,
+def stats(namespace: str | None = ChosenNamespaceOption, run: str | None = RunOption, policy: str | None = PolicyOption,
           param: list[str] = ParamOption, db: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """Counts by lifecycle state, hot-memory use, episodes and utility; the parameters in force (from --param
     or KERNELSAGE_PARAMS) and those the latest episode was committed with."""
@@ -160,7 +168,7 @@ def stats(namespace: str = NamespaceOption, run: str | None = RunOption, policy:
 @memory_app.command("show")
 def show(
     item_id: int | None = typer.Argument(None, help="One item's full record; without it, a list."),
-    namespace: str = NamespaceOption,
+    namespace: str | None = ChosenNamespaceOption,
     run: str | None = RunOption,
     policy: str | None = PolicyOption,
     state: str | None = typer.Option(None, help="Only items in this state: cold, validated or hot."),
@@ -185,7 +193,7 @@ def show(
 
 
 @memory_app.command("hot")
-def hot(namespace: str = NamespaceOption, run: str | None = RunOption, policy: str | None = PolicyOption,
+def hot(namespace: str | None = ChosenNamespaceOption, run: str | None = RunOption, policy: str | None = PolicyOption,
         param: list[str] = ParamOption, db: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """The resident hot rules and the budget they use."""
     with open_store(db) as store:
@@ -205,7 +213,7 @@ def hot(namespace: str = NamespaceOption, run: str | None = RunOption, policy: s
 @memory_app.command("export")
 def export(
     path: Path = typer.Argument(..., help="JSONL file to write."),
-    namespace: str = NamespaceOption,
+    namespace: str | None = ChosenNamespaceOption,
     run: str | None = RunOption,
     policy: str | None = PolicyOption,
     db: str | None = DatabaseOption,

@@ -10,7 +10,12 @@ import typer
 from rich.table import Table
 
 from kernelsage.cli.common import JsonOption, console, err_console, new_table, print_json, say
-from kernelsage.cli.task_options import MemoryLimitOption, ShapeBudgetOption, TimeLimitOption, export_settings
+from kernelsage.cli.task_options import (
+    MemoryLimitOption,
+    ShapeBudgetOption,
+    TimeLimitOption,
+    exported_settings,
+)
 from kernelsage.errors import CassetteMissError, ConfigurationError
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
@@ -142,12 +147,12 @@ def run(
     as_json: bool = JsonOption,
 ) -> None:
     """Run a task stream: one episode per operator, the memory learning as it goes."""
-    export_settings(shape_budget, memory_limit, time_limit)
-    experiment = _experiment(policies=[policy], model=model, suite=suite, suite_format=suite_format, order=order,
-                             seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
-                             run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
-                             params=param)
-    _finish(experiment, _execute(experiment, "run"), as_json)
+    with exported_settings(shape_budget, memory_limit, time_limit):
+        experiment = _experiment(policies=[policy], model=model, suite=suite, suite_format=suite_format, order=order,
+                                 seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
+                                 run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
+                                 params=param)
+        _finish(experiment, _execute(experiment, "run"), as_json)
 
 
 def compare(
@@ -173,15 +178,15 @@ def compare(
     as_json: bool = JsonOption,
 ) -> None:
     """Run several memory policies on the same stream, model, backend and budget; one table."""
-    export_settings(shape_budget, memory_limit, time_limit)
     chosen = [p.strip() for p in policies.split(",") if p.strip()]
     if len(chosen) < 1:
         raise ConfigurationError("--policies needs at least one policy")
-    experiment = _experiment(policies=chosen, model=model, suite=suite, suite_format=suite_format, order=order,
-                             seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
-                             run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
-                             params=param)
-    _finish(experiment, _execute(experiment, "compare"), as_json)
+    with exported_settings(shape_budget, memory_limit, time_limit):
+        experiment = _experiment(policies=chosen, model=model, suite=suite, suite_format=suite_format, order=order,
+                                 seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
+                                 run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
+                                 params=param)
+        _finish(experiment, _execute(experiment, "compare"), as_json)
 
 
 def report(

@@ -5,6 +5,8 @@ sandbox's memory and time limits. Each also reads its environment variable, so a
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
@@ -37,10 +39,20 @@ def backend_options(memory_limit: int | None, time_limit: float | None) -> dict[
     return options
 
 
-def export_settings(shape_budget: str | None, memory_limit: int | None, time_limit: float | None) -> None:
+@contextmanager
+def exported_settings(shape_budget: str | None, memory_limit: int | None, time_limit: float | None) -> Iterator[None]:
     """Hand the settings to code that reads them from the environment (a run's suite loader and backend,
-    which the experiment builds itself): the variables the options are read from anyway."""
-    for name, value in ((SHAPE_BUDGET_ENV, shape_budget), (MEMORY_LIMIT_ENV, memory_limit),
-                        (TIME_LIMIT_ENV, time_limit)):
-        if value is not None:
-            os.environ[name] = str(value)
+    which the experiment builds itself): the variables the options are read from anyway. Restored after
+    the block, so a later command in the same process (a notebook, a test) does not inherit them."""
+    given = {name: str(value) for name, value in ((SHAPE_BUDGET_ENV, shape_budget), (MEMORY_LIMIT_ENV, memory_limit),
+                                                  (TIME_LIMIT_ENV, time_limit)) if value is not None}
+    before = {name: os.environ.get(name) for name in given}
+    os.environ.update(given)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
