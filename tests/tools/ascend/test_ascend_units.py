@@ -118,10 +118,12 @@ def _verify_inputs(relu, trials: int = 2):
     return calls, expected, private, names
 
 
-def _judge(relu, returned, stderr: str = "", returncode: int | None = 0, timed_out: bool = False):
+def _judge(relu, returned, stderr: str = "", returncode: int | None = 0, timed_out: bool = False,
+           sandbox_started: bool = True):
     calls, expected, private, names = _verify_inputs(relu)
     result = returned(expected, private) if callable(returned) else returned
-    return verdicts.judge_verify(relu, calls, expected, private, names, result, returncode, timed_out, stderr, 30.0)
+    return verdicts.judge_verify(relu, calls, expected, private, names, result, returncode, timed_out, stderr, 30.0,
+                                 sandbox_started)
 
 
 def test_verdicts_on_device_runs(relu) -> None:
@@ -151,6 +153,12 @@ def test_verdicts_on_device_runs(relu) -> None:
     assert _judge(relu, {"failure": "oom", "error": "NPU out of memory"})[0]["status"] == Status.OOM.value
     crashed = _judge(relu, None, returncode=-11)
     assert crashed[0]["status"] == Status.RUNTIME_ERROR.value and "signal 11" in crashed[0]["message"]
+    # Blame follows what bubblewrap reported (it never started the runner), not what stderr says.
+    unstarted = _judge(relu, None, stderr="bwrap: Can't find source path /opt/x: Permission denied\n",
+                       returncode=1, sandbox_started=False)
+    assert unstarted[0]["status"] == Status.HARNESS_ERROR.value and "/opt/x" in unstarted[0]["message"]
+    forged = _judge(relu, None, stderr="bwrap: Can't find source path /opt/x\n", returncode=1)
+    assert forged[0]["status"] == Status.RUNTIME_ERROR.value  # the runner's own words shift no blame
 
 
 class EventClock:
@@ -203,7 +211,8 @@ def test_attributes_reach_both_routes_in_their_form() -> None:
         ["dim", "eps", "shape", "mode"], [0, 1, 2, 3], [1, 0, 0, 0], [0.0, 1e-5, 0.0, 0.0], [[], [], [2, 3], []],
         ["", "", "", "max"])
     assert verdicts.attr_args({"eps": 0.1, "dim": 2}, ["dim", "alpha"]) == [2, 0.1]  # by name, then unclaimed
-    assert verdicts.attr_args({"dim": 2}, ["dim", "alpha"]) == [2, 0]
+    with pytest.raises(verdicts.AttributeMismatch, match="'alpha', for which the task has no value"):
+        verdicts.attr_args({"dim": 2}, ["dim", "alpha"])  # never a made-up 0
 
 
 def test_a_cpu_reference_runs_unchanged_on_another_device(relu) -> None:

@@ -135,7 +135,7 @@ class AscendBackend(IsolatedBackend):
                 "attr_order": json.loads((root / commands.OPGEN_ATTRS).read_text()) if route != DIRECT else [],
                 "device": device, "soc": self.soc, "memory": list(core_memory(self.soc)),
                 "workspace_bytes": self.workspace_bytes, "env": dict(self.toolchain.environment),
-                "read_only": read_only_paths(self.toolchain.ascend_home),
+                "read_only": read_only_paths(self.toolchain.ascend_home, other_user=isolation.user is not None),
                 "isolation": dataclasses.asdict(isolation), "limits": dataclasses.asdict(self.run_limits),
                 "task": {"id": task.id, "origin": dataclasses.asdict(task.origin)}}
 

@@ -29,6 +29,7 @@ from kernelsage.tools.ascend.store import copy_regular_tree, tree_digest
 from kernelsage.tools.cpu import jobs as cpu_jobs
 from kernelsage.tools.cpu.judge import HarnessFailure, case_seed, dtype_name, instantiate, reference
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
+from kernelsage.tools.results import Status
 from kernelsage.tools.timing import timing_from_samples
 
 Emit = Callable[[dict[str, Any]], None]
@@ -46,6 +47,7 @@ class DeviceRun:
     result: dict[str, Any] | None
     stderr_tail: str
     seconds: float
+    sandbox_started: bool = True  # False: bubblewrap never started the runner (the harness's failure)
 
 
 def _rlimits(limits: dict[str, Any]) -> Rlimits:
@@ -115,13 +117,19 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
     argv = [sys.executable, "-m", "kernelsage.tools.ascend.device_runner", f"{inside}/request.pt",
             f"{inside}/result.pt"]
     options: dict[str, Any] = {}
+    info_read = info_write = -1
     if sandbox:
         nodes = device_nodes([int(payload["device"])])
         ro = [(path, path) for path in payload["read_only"]]
+        if isolation.available:  # bubblewrap reports the runner's pid here once the sandbox stands
+            info_read, info_write = os.pipe()
         command = sandboxed(isolation, argv, env=env, limits=_rlimits(limits), ro_binds=ro,
-                            rw_binds=[(str(job_dir), JOB_DIR)], chdir=inside, tmp_bytes=256 << 20)
+                            rw_binds=[(str(job_dir), JOB_DIR)], chdir=inside, tmp_bytes=256 << 20,
+                            info_fd=info_write if info_write >= 0 else None)
         command = with_device_nodes(command, isolation, nodes)
         options = device_popen_options(isolation, nodes)
+        if info_write >= 0:
+            options["pass_fds"] = (info_write,)
     else:
         command = argv
     started = time.perf_counter()
@@ -133,6 +141,13 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
         tail = (exc.stderr or b"")[-2000:]
         return DeviceRun(None, True, None, tail.decode(errors="replace") if isinstance(tail, bytes) else tail,
                          time.perf_counter() - started)
+    finally:
+        if info_write >= 0:
+            os.close(info_write)
+    sandbox_started = True
+    if info_read >= 0:  # the runner's own stderr cannot fake this: it is written before the runner starts
+        with os.fdopen(info_read, "rb") as info:
+            sandbox_started = b"child-pid" in info.read()
     result = None
     if result_path.is_file():
         try:
@@ -140,7 +155,7 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
         except Exception as exc:
             result = {"failure": "error", "error": f"the run's result could not be read: {exc}"}
     return DeviceRun(completed.returncode, False, result if isinstance(result, dict) else None,
-                     completed.stderr[-4000:], time.perf_counter() - started)
+                     completed.stderr[-4000:], time.perf_counter() - started, sandbox_started)
 
 
 def _request(payload: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -162,7 +177,13 @@ def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     for trial in range(payload["trials"]):
         for index, case in enumerate(task.cases):
             instance, outputs = reference(task, case, case_seed(payload["seed"], trial, index))
-            sets.append(_set(instance, outputs, payload["attr_order"]))
+            try:
+                sets.append(_set(instance, outputs, payload["attr_order"]))
+            except verdicts.AttributeMismatch as exc:
+                emit({"kind": "case", "data": {"case": case.name, "trial": trial, "passed": False,
+                                               "status": Status.RUNTIME_ERROR.value, "message": str(exc)}})
+                emit({"kind": "result", "data": {"done": True, "stderr_tail": ""}})
+                return
             calls.append({"set": len(sets) - 1, "trial": trial, "case": case.name})
             expected.append(outputs)
             private.append([t.clone() for t in sets[-1]["inputs"]])
@@ -171,7 +192,8 @@ def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     run = run_device(payload, {**_request(payload, "verify"), "sets": sets, "calls": calls}, sandbox=True)
     emit({"kind": "phase", "phase": "compare"})
     cases = verdicts.judge_verify(task, calls, expected, private, names, run.result, run.returncode,
-                                  run.timed_out, run.stderr_tail, float(payload["limits"]["wall_s"]))
+                                  run.timed_out, run.stderr_tail, float(payload["limits"]["wall_s"]),
+                                  run.sandbox_started)
     for case in cases:
         emit({"kind": "case", "data": case})
     emit({"kind": "result", "data": {"done": True, "stderr_tail": run.stderr_tail}})
@@ -184,8 +206,12 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     case = task.perf_case
     seeds = [case_seed(payload["seed"], 0, index) for index in range(int(payload["sets"]))]
     first, first_expected = reference(task, case, seeds[0])  # the other sets only need inputs
-    sets = [_set(instance, first_expected, payload["attr_order"])
-            for instance in [first, *(instantiate(task, case, seed) for seed in seeds[1:])]]
+    try:
+        sets = [_set(instance, first_expected, payload["attr_order"])
+                for instance in [first, *(instantiate(task, case, seed) for seed in seeds[1:])]]
+    except verdicts.AttributeMismatch as exc:
+        emit({"kind": "result", "data": {"status": Status.RUNTIME_ERROR.value, "message": str(exc)}})
+        return
     timing = {"warmup": int(payload["warmup"]), "reps": int(payload["reps"])}
     ref = run_device(payload, {"mode": "reference", "origin": payload["task"]["origin"],
                                "task_id": payload["task"]["id"], "case": case.name, "seeds": seeds, **timing},
@@ -197,16 +223,24 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     run = run_device(payload, {**_request(payload, "profile"), "sets": sets, **timing}, sandbox=True)
     emit({"kind": "phase", "phase": "compare"})
     status, message = verdicts.device_failure(run.result, run.returncode, run.timed_out, run.stderr_tail,
-                                              float(payload["limits"]["wall_s"]))
+                                              float(payload["limits"]["wall_s"]), run.sandbox_started)
     if status is not None:
         emit({"kind": "result", "data": {"status": status.value, "message": message, "stderr_tail": run.stderr_tail}})
         return
     assert run.result is not None
     check = verdicts.judge_outputs(task, case, first_expected, run.result.get("outputs"), run.result.get("code"))
-    candidate = timing_from_samples(verdicts.checked_samples(run.result.get("samples"), timing["reps"]),
-                                    warmup=timing["warmup"])
-    reference_timing = timing_from_samples(verdicts.checked_samples(ref.result["samples"], timing["reps"]),
-                                           warmup=timing["warmup"])
+    try:
+        reference_samples = verdicts.checked_samples(ref.result["samples"], timing["reps"])
+    except ValueError as exc:
+        raise HarnessFailure(f"the reference's run on the NPU: {exc}") from exc
+    try:  # the candidate's process reported its timings: malformed ones are its fault
+        candidate_samples = verdicts.checked_samples(run.result.get("samples"), timing["reps"])
+    except ValueError as exc:
+        emit({"kind": "result", "data": {"status": Status.RUNTIME_ERROR.value, "message": str(exc),
+                                         "stderr_tail": run.stderr_tail}})
+        return
+    candidate = timing_from_samples(candidate_samples, warmup=timing["warmup"])
+    reference_timing = timing_from_samples(reference_samples, warmup=timing["warmup"])
     emit({"kind": "result", "data": {
         "status": "ok", "case": case.name, "candidate": candidate.model_dump(), "reference": reference_timing.model_dump(),
         "output_correct": bool(check["passed"]), "input_sets": len(sets), "round_trip_s": 0.0,

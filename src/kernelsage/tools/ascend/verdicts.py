@@ -27,11 +27,24 @@ DEVICE_FAULT_WORDS = ("aicore exception", "AICore exception", "aivec error", "EZ
 OUT_OF_MEMORY_WORDS = ("out of memory", "ACL_ERROR_RT_MEMORY_ALLOCATION", "207001")
 
 
+class AttributeMismatch(ValueError):
+    """The candidate's operator declares more attributes than the task gives (the candidate's fault)."""
+
+
 def attr_args(attrs: dict[str, Any], order: Sequence[str]) -> list[Any]:
     """The task's attributes in the order an msopgen operator's aclnn API takes them: by name, and a name
-    the task lacks takes the next attribute no name claimed (else 0); [] for the direct route."""
+    the task lacks takes the next attribute no name claimed; [] for the direct route. An attribute left
+    without a value is refused: a made-up value would run the kernel on something the task never asked."""
     unclaimed = iter([value for name, value in attrs.items() if name not in order])
-    return [attrs[name] if name in attrs else next(unclaimed, 0) for name in order]
+    args = []
+    for name in order:
+        value = attrs[name] if name in attrs else next(unclaimed, AttributeMismatch)
+        if value is AttributeMismatch:
+            raise AttributeMismatch(
+                f"the operator declares attribute {name!r}, for which the task has no value (its attributes: "
+                f"{', '.join(attrs) or 'none'}): declare only the task's attributes, in its order")
+        args.append(value)
+    return args
 
 
 def device_message(stderr: str) -> str:
@@ -40,8 +53,12 @@ def device_message(stderr: str) -> str:
 
 
 def device_failure(result: dict[str, Any] | None, returncode: int | None, timed_out: bool, stderr: str,
-                   wall_s: float) -> tuple[Status | None, str]:
-    """Why a device run produced no usable result, or (None, '') when it did."""
+                   wall_s: float, sandbox_started: bool = True) -> tuple[Status | None, str]:
+    """Why a device run produced no usable result, or (None, '') when it did. `sandbox_started` False (the
+    sandbox never started the runner) is the harness's failure, whatever the output says."""
+    if not sandbox_started:
+        first = stderr.strip().splitlines()[:1]
+        return Status.HARNESS_ERROR, "the sandbox could not start the device run" + (f": {first[0]}" if first else "")
     if timed_out:
         return Status.TIMEOUT, f"killed after the wall-clock limit of {wall_s:g} s"
     if result is not None and "failure" not in result:
@@ -83,10 +100,10 @@ def judge_outputs(task: Task, case: TestCase, expected: Sequence[torch.Tensor], 
 def judge_verify(task: Task, calls: Sequence[dict[str, Any]], expected: Sequence[Sequence[torch.Tensor]],
                  private_inputs: Sequence[Sequence[torch.Tensor]], input_names: Sequence[Sequence[str]],
                  result: dict[str, Any] | None, returncode: int | None, timed_out: bool, stderr: str,
-                 wall_s: float) -> list[dict[str, Any]]:
+                 wall_s: float, sandbox_started: bool = True) -> list[dict[str, Any]]:
     """The case results of a verify run, in call order, up to and including the first failure."""
     cases_by_name = {case.name: case for case in task.cases}
-    status, message = device_failure(result, returncode, timed_out, stderr, wall_s)
+    status, message = device_failure(result, returncode, timed_out, stderr, wall_s, sandbox_started)
     returned = (result or {}).get("calls") if status is None else None
     if status is not None or not isinstance(returned, list):
         first = calls[0]
