@@ -4,6 +4,7 @@ timing arithmetic of NPU event samples, running a CPU reference on another devic
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -258,3 +259,20 @@ def test_the_ascend_knowledge_pack_covers_the_model_and_names_its_sources() -> N
                   "GlobalTensor, LocalTensor, TPipe and TQue", "DataCopy and 32-byte alignment", "Tiling on the host",
                   "Compile errors: read the first one", "Device faults (runtime errors)"):
         assert topic in sections
+
+
+def test_builds_of_one_candidate_stored_at_once_leave_one_intact_artifact(tmp_path: Path) -> None:
+    """Threads of one process finishing the same build store it side by side: no shared partial file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kernelsage.tools.ascend.store import AscendCache
+
+    built = tmp_path / "build"
+    (built / "op").mkdir(parents=True)
+    (built / "kernelsage_ascend_candidate.so").write_bytes(b"\x7fELF" + bytes(range(256)) * 64)
+    (built / "op" / "attrs.json").write_text("[]")
+    cache = AscendCache(tmp_path / "cache")
+    with ThreadPoolExecutor(8) as pool:
+        artifacts = list(pool.map(lambda _: cache.store("k", built), range(16)))
+    assert len({a.sha256 for a in artifacts}) == 1 and all(AscendCache.intact(a) for a in artifacts)
+    assert sorted(p.name for p in (tmp_path / "cache" / "k").iterdir()) == ["artifact"]

@@ -150,9 +150,13 @@ class AscendBuilder:
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_suffix(f".{os.getpid()}.partial")
             argv = [*step.argv[:-1], str(partial)]
-            completed = subprocess.run(argv, capture_output=True, text=True, errors="replace", check=False,
-                                       cwd=target.parent,  # the compiler's stray files stay in the cache
-                                       env={**os.environ, **self.toolchain.environment}, timeout=900)
+            try:
+                completed = subprocess.run(argv, capture_output=True, text=True, errors="replace", check=False,
+                                           cwd=target.parent,  # the compiler's stray files stay in the cache
+                                           env={**os.environ, **self.toolchain.environment}, timeout=900)
+            except subprocess.TimeoutExpired as exc:
+                raise BackendError(f"kernelsage's own host glue did not compile with {self.toolchain.host_cxx} "
+                                   "within 900 s; is the machine overloaded?") from exc
             if completed.returncode != 0 or not partial.is_file():
                 raise BackendError(f"kernelsage's own host glue did not compile with {self.toolchain.host_cxx} "
                                    f"against torch_npu at {self.headers.torch_npu_root}: "

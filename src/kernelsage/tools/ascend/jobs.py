@@ -28,6 +28,7 @@ from kernelsage.tools.ascend.sandboxing import device_popen_options, with_device
 from kernelsage.tools.ascend.store import copy_regular_tree, tree_digest
 from kernelsage.tools.cpu import jobs as cpu_jobs
 from kernelsage.tools.cpu.judge import HarnessFailure, case_seed, dtype_name, instantiate, reference
+from kernelsage.tools.diagnostics import keep_start
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
 from kernelsage.tools.results import Status
 from kernelsage.tools.timing import timing_from_samples
@@ -89,7 +90,7 @@ def build(payload: dict[str, Any], task: Task | None, emit: Emit) -> None:
                 completed.returncode in (126, 127) and "not found" in completed.stderr)
             data.update(returncode=completed.returncode, failed_step=name, tool_missing=harness)
             break
-    data.update(seconds=time.perf_counter() - started, log="\n".join(log)[-LOG_LIMIT:])
+    data.update(seconds=time.perf_counter() - started, log=keep_start("\n".join(log), LOG_LIMIT))
     emit({"kind": "result", "data": data})
 
 

@@ -11,6 +11,8 @@ import hashlib
 import os
 import shutil
 import stat
+import tempfile
+import threading
 from pathlib import Path
 
 from kernelsage.tools.results import Artifact, CompileResult, Status
@@ -56,6 +58,7 @@ def copy_regular_tree(source: Path, target: Path) -> None:
 class AscendCache:
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._replacing = threading.Lock()  # one thread swaps an entry's artifact at a time
 
     def lookup(self, key: str) -> CompileResult | None:
         """The cached result for `key`, if its artifact (when it has one) is intact."""
@@ -78,20 +81,22 @@ class AscendCache:
         """Copy a build's output directory into the cache (replacing an old entry) and name it."""
         entry = self.root / key
         entry.mkdir(parents=True, exist_ok=True)
-        partial = entry / f".artifact.{os.getpid()}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        copy_regular_tree(built, partial)
+        partial = Path(tempfile.mkdtemp(prefix=".artifact.", suffix=".partial", dir=entry))  # one per writer
+        copy_regular_tree(built, partial / "artifact")
         target = entry / "artifact"
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(partial, target)
-        return Artifact(backend="ascend", path=str(target), key=key, sha256=tree_digest(target))
+        with self._replacing:
+            if target.exists():
+                shutil.rmtree(target, ignore_errors=True)
+            os.replace(partial / "artifact", target)
+            digest = tree_digest(target)
+        partial.rmdir()
+        return Artifact(backend="ascend", path=str(target), key=key, sha256=digest)
 
     def remember(self, key: str, result: CompileResult) -> None:
         if result.status not in CACHEABLE:
             return
         entry = self.root / key
         entry.mkdir(parents=True, exist_ok=True)
-        partial = entry / f".result.{os.getpid()}.partial"
-        partial.write_text(result.model_dump_json())
-        os.replace(partial, entry / "result.json")
+        with tempfile.NamedTemporaryFile("w", dir=entry, prefix=".result.", suffix=".partial", delete=False) as out:
+            out.write(result.model_dump_json())
+        os.replace(out.name, entry / "result.json")
