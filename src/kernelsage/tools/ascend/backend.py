@@ -24,6 +24,7 @@ from kernelsage.tools.ascend import commands
 from kernelsage.tools.ascend.builder import JOBS, AscendBuilder
 from kernelsage.tools.ascend.candidate import DIRECT
 from kernelsage.tools.ascend.devices import (
+    DEFAULT_SOC,
     SOC_ENV,
     DevicePool,
     core_memory,
@@ -79,7 +80,7 @@ class AscendBackend(IsolatedBackend):
                                        "(npu-smi info must list the devices) or pass devices=[...]")
             devices = selected_devices(environ, npus)
             soc = soc or environ.get(SOC_ENV) or npus[0].soc
-        self.soc = soc or environ.get(SOC_ENV) or "Ascend910B3"
+        self.soc = soc or environ.get(SOC_ENV) or DEFAULT_SOC
         self.arch = npu_arch(self.soc)
         self.pool = DevicePool(devices)
         self.cache_dir = Path(cache_dir) if cache_dir else cache_root().with_name("ascend-builds")

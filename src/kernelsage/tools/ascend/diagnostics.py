@@ -77,9 +77,3 @@ def parse_build_log(log: str) -> list[CompilerMessage]:
                 messages.append(_renamed(message))
     return messages
 
-
-def first_errors(messages: list[CompilerMessage]) -> list[CompilerMessage]:
-    """The errors a reader should see first: those in the candidate's own files, then the rest."""
-    errors = [m for m in messages if m.severity == "error"]
-    own = [m for m in errors if m.line and CANDIDATE_PATH.match(m.file)]
-    return own + [m for m in errors if m not in own]

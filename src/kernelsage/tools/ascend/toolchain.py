@@ -41,7 +41,6 @@ class Toolchain:
     ascend_home: Path
     bisheng: str
     host_cxx: str
-    cmake: str = ""
     msopgen: str = ""
     cann_version: str = "unknown"
     bisheng_version: str = ""
@@ -110,7 +109,6 @@ def detect_toolchain(environ: Mapping[str, str] | None = None, *, host_cxx: str 
                                "Python glue of each candidate)")
     return Toolchain(
         ascend_home=home, bisheng=bisheng, host_cxx=cxx,
-        cmake=_which("cmake", environ, home, "tools/cmake/bin"),
         msopgen=_which("msopgen", environ, home, "python/site-packages/bin", "tools/msopgen/bin", "bin"),
         cann_version=cann_version(home), bisheng_version=tool_version(bisheng),
         environment=cann_environment(environ),
