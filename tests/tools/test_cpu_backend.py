@@ -33,6 +33,7 @@ def test_reference_kernels_compile_verify_and_profile(cpu_backend, builtin, buil
     assert profiled.case == task.perf_case.name
     assert profiled.candidate.reps == cpu_backend.reps and profiled.reference.reps == cpu_backend.reps
     assert profiled.speedup == pytest.approx(profiled.reference.mean / profiled.candidate.mean)
+    assert profiled.fresh_inputs == (task_id != "l3_topk")  # top-k's integer indices cannot be blended
 
 
 def test_second_compile_of_the_same_source_comes_from_the_cache(build):

@@ -103,6 +103,7 @@ def test_profile_rotates_input_sets_and_subtracts_the_round_trip(cpu_backend, bu
     result = cpu_backend.profile(build("relu32", EXAMPLES / "l1_relu.cpp").artifact, relu32)
     assert result.ok and result.output_correct, result.message
     assert 2 <= result.input_sets <= cpu_backend.profile_sets
+    assert result.fresh_inputs  # relu: floating inputs and outputs, so every call gets new contents
     assert 0 < result.round_trip_s < 0.01
     for timing in (result.candidate, result.reference):
         assert timing.reps == cpu_backend.reps and timing.ci_low <= timing.median <= timing.ci_high

@@ -163,6 +163,7 @@ class ProfileResult(Record):
     message: str = ""
     stderr_tail: str = ""
     input_sets: int = 0  # independent input sets the timed calls rotated over
+    fresh_inputs: bool = False  # every timed call had contents no call had before (cpu profile, see profile.py)
     round_trip_s: float = 0.0  # the judge's measured cost of an empty request, subtracted from each call
 
 

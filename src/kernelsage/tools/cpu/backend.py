@@ -273,5 +273,6 @@ class CpuBackend(IsolatedBackend):
             status=Status.OK, ok=True, candidate=candidate, reference=reference,
             speedup=reference.mean / candidate.mean if candidate.mean > 0 else 0.0,
             output_correct=bool(data["output_correct"]), input_sets=int(data["input_sets"]),
-            round_trip_s=float(data["round_trip_s"]), **{**common, "case": data["case"]},
+            round_trip_s=float(data["round_trip_s"]), fresh_inputs=bool(data.get("fresh_inputs")),
+            **{**common, "case": data["case"]},
         )
