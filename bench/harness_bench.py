@@ -8,6 +8,8 @@ judge checking every call. Not a test. Prints a table, then as its last line one
                       negligible), runner start included
   profile_overhead_s  median wall time of a profile of l1_relu minus the time spent in the timed calls
                       themselves ((candidate mean + reference mean) x (warm-ups + reps))
+  fresh_inputs_s      of that, what giving every call new contents costs at least: the blend of two input
+                      sets and its copy into the shared inputs, timed here on l1_relu's perf inputs x calls
   profile_cv          coefficient of variation of the mean latency of one kernel profiled 10 times
   double_work_ratio   mean latency of a kernel doing its work twice / the same kernel doing it once (~2)
   isolation, input_sets, round_trip_us: the isolation level, the input sets l1_relu's profile rotated over,
@@ -24,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
 from rich.console import Console
 from rich.table import Table
 
@@ -51,6 +54,20 @@ int ks_kernel(const ks_tensor* inputs, int n_inputs, ks_tensor* outputs, int n_o
     return 0;
 }
 """
+
+
+def _fresh_inputs_cost(task, calls: int) -> float:
+    """Seconds the judge spends at least on fresh contents over `calls` calls: per call, each floating input
+    blended from two sets (torch.lerp, as profile._Mixer does) and copied into the shared region."""
+    a, b = (list(task.instantiate(task.perf_case, seed).inputs.values()) for seed in (1, 2))
+    blended, shared = [torch.empty_like(t) for t in a], [torch.empty_like(t) for t in a]
+    started = time.perf_counter()
+    for call in range(calls):
+        for x, y, out, view in zip(a, b, blended, shared, strict=True):
+            if x.is_floating_point():
+                torch.lerp(x, y, 0.25 + 0.5 * (call % 2), out=out)
+                view.copy_(out)
+    return time.perf_counter() - started
 
 
 def _cv(values: list[float]) -> float:
@@ -107,6 +124,8 @@ def main() -> None:
         "compile_median_s": statistics.median(compile_s),
         "verify_overhead_s": statistics.median(verify_s),
         "profile_overhead_s": statistics.median(profile_overhead),
+        "fresh_inputs_s": _fresh_inputs_cost(relu, profiled.candidate.warmup + profiled.candidate.reps)
+        if profiled.fresh_inputs else 0.0,
         "profile_cv": _cv(means_once),
         "profile_cv_median": _cv([p.candidate.median for p in once]),
         "double_work_ratio": statistics.median(means_twice) / statistics.median(means_once),
