@@ -3,6 +3,8 @@ known by construction. The generator is the simulator's stochastic stand-in (no 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -83,3 +85,15 @@ def test_rank_correlation_handles_ties_and_constant_input() -> None:
     assert spearman([1, 1, 2, 2], [1, 2, 3, 4]) == pytest.approx(0.8944, abs=1e-4)
     assert spearman([1, 1, 1], [1, 2, 3]) is None
     assert spearman([1, 2], [1, 2]) is None
+
+
+def test_intervals_need_two_seeds_and_narrow_smoothly_with_more() -> None:
+    from kernelsage.evals.simulator.measures import interval, t95
+
+    one = interval([0.4, None])
+    assert one["mean"] == 0.4 and one["low"] is None and one["high"] is None and one["n"] == 1
+    quantiles = [t95(df) for df in range(1, 200)]
+    assert all(a > b for a, b in itertools.pairwise(quantiles))  # no jump past the table's 30
+    assert abs(t95(40) - 2.021) < 1e-3 and abs(t95(120) - 1.980) < 1e-3 and t95(10_000) > 1.959964
+    two = interval([0.2, 0.4], bounds=(0.0, 1.0))
+    assert two["low"] == 0.0 and two["high"] == 1.0  # 12.7 x the spread: clipped to a share's bounds

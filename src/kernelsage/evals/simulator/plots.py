@@ -100,8 +100,10 @@ def _sweep(sweep: Sweep) -> Figure:
                 continue
             xs = [v for v, _ in points]
             means = np.array([s["mean"] for _, s in points])
-            errors = np.array([[m - s["low"] for m, (_, s) in zip(means, points, strict=True)],
-                               [s["high"] - m for m, (_, s) in zip(means, points, strict=True)]])
+            errors = np.array([[m - s["low"] if s["low"] is not None else 0.0
+                                for m, (_, s) in zip(means, points, strict=True)],
+                               [s["high"] - m if s["high"] is not None else 0.0
+                                for m, (_, s) in zip(means, points, strict=True)]])
             ax.errorbar(xs, means, yerr=errors, marker="o", capsize=3, label=policy)
         ax.set(title=label, xlabel=sweep.name)
         if not ax.lines:

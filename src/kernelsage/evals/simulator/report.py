@@ -32,11 +32,13 @@ NOTES = (
 
 
 def cell(summary: dict[str, Any], percent: bool) -> str:
-    """`mean [low, high]`, in percent for shares."""
+    """`mean [low, high]`, in percent for shares; `mean (1 seed)` where one value gives no interval."""
     if summary["mean"] is None:
         return "n/a"
     scale, unit = (100.0, "%") if percent else (1.0, "")
     digits = 1 if percent else 2 if abs(summary["mean"]) < 100 else 0
+    if summary["low"] is None:
+        return f"{scale * summary['mean']:.{digits}f}{unit} (1 seed)"
     mean, low, high = (scale * summary[k] for k in ("mean", "low", "high"))
     return f"{mean:.{digits}f}{unit} [{low:.{digits}f}, {high:.{digits}f}]"
 
