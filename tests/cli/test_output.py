@@ -58,11 +58,14 @@ def test_run_and_compare_print_pure_json(database_url: str, tmp_path: Path) -> N
         assert set(json.loads(compared.stdout)["summary"]) == {"none"}
 
 
-def test_the_human_summary_fits_80_columns_and_speaks_plainly(tmp_path: Path, capsys) -> None:
+def test_the_human_summary_fits_80_columns_and_speaks_plainly(tmp_path: Path, capsys,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelsage.cli.common import console
     from kernelsage.cli.runs import _finish
     from kernelsage.evals.experiment import Experiment
     from kernelsage.evals.records import group_by_policy, read_records
 
+    monkeypatch.setattr(console, "width", WIDTH)  # as piped, whatever terminal runs the tests
     records = group_by_policy(read_records(FIXTURE))
     experiment = Experiment(run_id="r1", run_dir=tmp_path / "r1", model="replay:demo", policies=list(records))
     _finish(experiment, records, as_json=False)

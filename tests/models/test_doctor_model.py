@@ -52,7 +52,8 @@ def test_a_hanging_model_is_bounded_by_the_timeout(model_env, monkeypatch: pytes
         started = time.perf_counter()
         check = check_model()
         elapsed = time.perf_counter() - started
-    assert check.status == "fail" and "Timeout" in check.detail and elapsed < 3
+    assert check.status == "fail" and "Timeout" in check.detail
+    assert elapsed < 4.5  # returned before the server's 5 s hang ended (not a speed limit: 0.5 s is asked)
     assert len(server.requests) == 1  # one try: doctor does not retry
 
 
