@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+from psycopg.conninfo import make_conninfo
 from rich.console import Console
 from rich.table import Table
 
@@ -216,7 +217,7 @@ def bench_postgres_store(url: str, name: str, vectors: np.ndarray, queries: np.n
 
     with psycopg.connect(url, autocommit=True) as admin:  # a database of its own: no other vectors in its index
         admin.execute(f"CREATE DATABASE store_{name}")
-    url = url.replace("/postgres?", f"/store_{name}?")
+    url = make_conninfo(url, dbname=f"store_{name}")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     with PostgresStore.from_conn_string(url, index={"dims": vectors.shape[1], "embed": embed,
