@@ -1,8 +1,8 @@
 """A namespace's vector index: exact search while it is small, an IVFFlat index with lists grown with it.
 
 Why IVFFlat and not HNSW (measured, docs/memory.md): on clustered data whose clusters are well separated,
-HNSW's greedy walk stays in the cluster it enters; at 100K items its recall@10 was 0.26 at ef_search 100
-and 0.68 at ef_search 1000. IVFFlat's lists are k-means centroids, which find the query's cluster directly.
+HNSW's greedy walk stays in the cluster it enters; at 100K items its recall@10 was 0.26-0.35 at ef_search
+100 (two query sets) and 0.68 at ef_search 1000. IVFFlat's lists are k-means centroids, which find the query's cluster directly.
 Its lists are computed from the data at build time, so the index is rebuilt, concurrently with reads and
 writes, each time the namespace has grown enough to need GROWTH (1.5) times the lists.
 """
