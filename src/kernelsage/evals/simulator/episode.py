@@ -40,6 +40,7 @@ class Truth:
     memory_tokens: list[int] = field(default_factory=list)  # tokens of the items each episode was shown
     harmful_shown: list[tuple[int, int]] = field(default_factory=list)  # per episode: (items shown, harmful there)
     items: int = 0  # items in the memory now
+    max_hot_tokens: int = 0  # the most tokens hot memory held after any consolidation
 
     def true_value(self, item_id: int) -> float:
         """Mean true value of the item over the episodes that showed it (in the stage it was shown in)."""
@@ -172,6 +173,7 @@ def run_episode(ctx: EpisodeContext, truth: Truth, *, position: int, operator: i
     consolidation = None
     if memory.policy.uses_hot_memory:
         consolidation = _timed(truth, "consolidate", lambda: memory.consolidate())
+        truth.max_hot_tokens = max(truth.max_hot_tokens, consolidation.tokens_used)
     _observe(ctx, truth, stages, episode_id)
     truth.memory_tokens.append(sum(s.tokens for s in stages))
     return _record(ctx, position, op, episode_id, rounds, t_first, t_best, trace, committed, consolidation)

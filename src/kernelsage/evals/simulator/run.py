@@ -147,5 +147,5 @@ def run_stream(store: MemoryStore, spec: StreamSpec, *, run_id: str | None = Non
             store.delete_namespace(memory.name)
     return StreamResult(spec=spec, world=world, operators=operators, records=records, truth=truth, learned=learned,
                         hot_timeline=timeline, hot_values=hot_values, committed_episodes=committed,
-                        max_hot_tokens=max((p.tokens for p in timeline), default=0), utility_range=span,
+                        max_hot_tokens=truth.max_hot_tokens, utility_range=span,
                         seconds=time.perf_counter() - start)
