@@ -65,7 +65,8 @@ def credit_accuracy(result: StreamResult, min_exposures: int = MIN_EXPOSURES) ->
 
 
 def hot_precision(result: StreamResult) -> float | None:
-    """Share of the resident rules at the end whose true value (over the stream's operators) is positive."""
+    """Share of the resident rules at the end that are helpful: true value (over the stream's operators)
+    above HELPFUL (0.05)."""
     if not result.hot_values:
         return None
     return sum(v > HELPFUL for v in result.hot_values) / len(result.hot_values)
