@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -91,31 +91,24 @@ def select_hot_columns(item_ids: np.ndarray, utility: np.ndarray, access: np.nda
     keep = scores > 0
     ids, lengths, scores = item_ids[keep], tokens[keep], scores[keep]
     order = np.lexsort((ids, lengths, -scores))  # last key first: priority down, then tokens, then id
-    chosen: list[int] = []
-    used = 0
-    for item_id, length in zip(ids[order].tolist(), lengths[order].tolist(), strict=True):
-        if used + length <= budget:
-            chosen.append(item_id)
-            used += length
-            if used == budget:  # nothing more can fit
-                break
-    return chosen
+    return _take_while_fits(zip(ids[order].tolist(), lengths[order].tolist(), strict=True), budget)
 
 
 def select_random(candidates: Sequence[HotCandidate], budget: int, rng: random.Random) -> list[int]:
     """Ablation: the same budgeted scan over a random order of the pool."""
     shuffled = sorted(candidates, key=lambda c: c.item_id)
     rng.shuffle(shuffled)
-    return _take_while_fits(shuffled, budget)
+    return _take_while_fits(((c.item_id, c.tokens) for c in shuffled), budget)
 
 
-def _take_while_fits(ordered: Sequence[HotCandidate], budget: int) -> list[int]:
+def _take_while_fits(ordered: Iterable[tuple[int, int]], budget: int) -> list[int]:
+    """The budgeted scan: (item, tokens) in order, each taken if it still fits, the rest skipped."""
     chosen: list[int] = []
     used = 0
-    for candidate in ordered:
-        if used + candidate.tokens <= budget:
-            chosen.append(candidate.item_id)
-            used += candidate.tokens
+    for item_id, tokens in ordered:
+        if used + tokens <= budget:
+            chosen.append(item_id)
+            used += tokens
             if used == budget:  # nothing more can fit
                 break
     return chosen
