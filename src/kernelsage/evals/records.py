@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kernelsage.errors import ConfigurationError
+from kernelsage.files import write_atomically
 from kernelsage.graph.records import Attempt, EpisodeOutcome, MemoryUpdate
 from kernelsage.memory_backend.records import Exposure
 
@@ -105,9 +106,7 @@ def write_run_metadata(run_dir: Path | str, metadata: RunMetadata) -> Path:
     """Write run.json whole (through a temporary file, so a reader never sees half of it)."""
     path = Path(run_dir) / RUN_METADATA
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(metadata.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    write_atomically(path, json.dumps(metadata.model_dump(mode="json"), indent=1) + "\n")
     return path
 
 

@@ -15,6 +15,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from kernelsage.files import write_atomically
 from kernelsage.tools.results import Artifact, CompileResult, Status
 
 CACHEABLE = (Status.OK, Status.COMPILE_ERROR, Status.FORBIDDEN)
@@ -97,6 +98,4 @@ class AscendCache:
             return
         entry = self.root / key
         entry.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=entry, prefix=".result.", suffix=".partial", delete=False) as out:
-            out.write(result.model_dump_json())
-        os.replace(out.name, entry / "result.json")
+        write_atomically(entry / "result.json", result.model_dump_json())

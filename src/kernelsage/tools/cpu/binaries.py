@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from kernelsage.errors import BackendError
+from kernelsage.files import write_atomically
 from kernelsage.tools.cpu.abi import HEADER
 
 SOURCE = Path(__file__).with_name("native") / "ks_runner.c"
@@ -44,9 +45,7 @@ def build_runner(cache_dir: Path) -> tuple[Path, str]:
         digest = file_sha256(built)
         os.chmod(built, 0o755)
         os.replace(built, target)
-    partial = entry / f".sha256.{os.getpid()}"
-    partial.write_text(digest)
-    os.replace(partial, record)
+    write_atomically(record, digest)
     return target, digest
 
 

@@ -8,9 +8,9 @@ bytes no longer hash to the recorded value is not used: the entry is rebuilt.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
+from kernelsage.files import write_atomically
 from kernelsage.tools.cpu.build import LIBRARY_NAME
 from kernelsage.tools.results import Artifact, CompileResult, Status
 
@@ -55,10 +55,7 @@ class BuildCache:
         entry = self.entry(key)
         entry.mkdir(parents=True, exist_ok=True)
         target = entry / LIBRARY_NAME
-        partial = entry / f".{LIBRARY_NAME}.{os.getpid()}.partial"
-        partial.write_bytes(library)
-        os.chmod(partial, 0o444)
-        os.replace(partial, target)  # a concurrent reader sees the old file or the new one
+        write_atomically(target, library, mode=0o444)  # a concurrent reader sees the old file or the new one
         return Artifact(backend=self.backend, path=str(target), key=key,
                         sha256=hashlib.sha256(library).hexdigest())
 
@@ -67,6 +64,4 @@ class BuildCache:
             return
         entry = self.entry(key)
         entry.mkdir(parents=True, exist_ok=True)
-        partial = entry / f".result.{os.getpid()}.partial"
-        partial.write_text(result.model_dump_json())
-        os.replace(partial, entry / "result.json")
+        write_atomically(entry / "result.json", result.model_dump_json())
