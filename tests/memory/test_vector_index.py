@@ -114,3 +114,32 @@ def test_the_build_memory_estimate_is_what_pgvector_asks_for(store: MemoryStore,
     required_mb = int(re.search(r"memory required is (\d+) MB", str(refused.value)).group(1))
     estimate = vector_index.build_memory_bytes(lists, 16)
     assert required_mb - 1 <= estimate / 2**20 <= required_mb  # pgvector rounds up to the next MB
+
+
+@given(st.integers(min_value=1, max_value=vector_index.MAX_LISTS), st.integers(min_value=0, max_value=50))
+def test_probes_scale_with_the_index_unless_given(lists: int, given_probes: int) -> None:
+    probes = vector_index.probes_for(lists, given_probes)
+    if given_probes:
+        assert probes == given_probes
+    else:
+        assert probes == max(vector_index.MIN_PROBES, lists // vector_index.LISTS_PER_PROBE)
+        assert probes <= max(vector_index.MIN_PROBES, lists)  # never more lists than there are
+    assert vector_index.probes_for(1920) == 16 and vector_index.probes_for(400) == 3
+
+
+def test_a_search_reads_the_probes_its_index_calls_for(store: MemoryStore, namespace: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelsage.memory_backend import retrieval
+
+    memory = store.open(namespace, embedding_dim=16)
+    vectors = unit_vectors(vector_index.EXACT_BELOW + 1000, seed=8)
+    seed_items(memory, vectors)
+    store.index_builds.wait()
+    lists = vector_index.lists_for(len(vectors))
+    monkeypatch.setattr(vector_index, "LISTS_PER_PROBE", 4)  # a share the test's small index can show
+    for given_probes, expected in ((0, lists // 4), (2, 2)):
+        with store.pool.connection() as conn, conn.transaction():
+            found = retrieval.relevance_pool(conn, memory.info, vectors[0], 10, exclude_resident=False,
+                                             probes=given_probes)
+            assert conn.execute("SELECT current_setting('ivfflat.probes') AS p").fetchone()["p"] == str(expected)
+        assert len(found) == 10

@@ -35,10 +35,11 @@ class SageParams:
     # Retrieval (reconstruction): relevance pool size, items returned, IVFFlat lists read per search
     pool_size: int = 40
     top_k: int = 6
-    # IVFFlat lists read per search: more probes find more and cost more. At 100K items (320 lists) recall@10
-    # was 0.997 on the hard set and 1.0 on the easy one at 2-8 probes, p50 6-13 ms on a loaded 2-core
-    # machine (bench/memory_bench.py --probe-sweep); namespaces under 5,000 items are searched exactly.
-    probes: int = 3
+    # IVFFlat lists read per search: more probes find more and cost more. 0 (the default): scaled with the
+    # namespace's index, max(3, lists // 120) (vector_index.probes_for), which kept recall@10 on the hard set
+    # at 0.97-0.997 from 100K items (400 lists, 3 probes) to 1M (1,920 lists, 16 probes), p50 5-14 ms on 2
+    # cores (bench/memory_bench.py, docs/memory.md); namespaces under 5,000 items are searched exactly.
+    probes: int = 0
     # Value memory baseline, EvoKernel-style (METHOD §7; values are reconstruction)
     value_alpha: float = 0.1  # Q <- Q + alpha (r - Q)
     value_lambda: int = 3  # take top lambda*N by similarity, then N by Q
@@ -50,10 +51,11 @@ class SageParams:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 problems.append(f"{name}={value} must lie in [0, 1]")
-        for name in ("k_ado", "k_op", "hot_budget_tokens", "rounds", "pool_size", "top_k", "probes",
-                     "value_lambda"):
+        for name in ("k_ado", "k_op", "hot_budget_tokens", "rounds", "pool_size", "top_k", "value_lambda"):
             if getattr(self, name) < 1:
                 problems.append(f"{name}={getattr(self, name)} must be at least 1")
+        if self.probes < 0:
+            problems.append(f"probes={self.probes} must be 0 (scaled with the index) or a count of lists")
         if self.eta_min == 0.0:
             problems.append("eta_min=0 would let utility freeze; use a positive floor")
         if self.top_k > self.pool_size:

@@ -11,7 +11,7 @@ from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from kernelsage.errors import EpisodeError, NamespaceError
-from kernelsage.memory_backend import item_rows, ledger
+from kernelsage.memory_backend import item_rows, ledger, vector_index
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.database import run_transaction
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo, Retrieval, ShownItem
@@ -32,12 +32,15 @@ def relevance_pool(conn: psycopg.Connection, info: NamespaceInfo, query: Sequenc
                    exclude_resident: bool, probes: int) -> list[tuple[MemoryItem, float]]:
     """The `size` items nearest to the query by cosine similarity, nearest first (then by id).
 
-    The namespace's IVFFlat index reads the `probes` lists nearest to the query (every vector while the
-    namespace is small enough to have one list: exact search). `exclude_resident` leaves out the hot rules,
+    The namespace's IVFFlat index reads the `probes` lists nearest to the query (0: as many as
+    `vector_index.probes_for` scales with the index; every vector while the namespace is small enough to
+    have one list: exact search). `exclude_resident` leaves out the hot rules,
     which policies with hot memory show anyway; the search then reads further lists when the filter would
     leave fewer rows than asked for.
     """
     vector = checked_vector(query, info.embedding_dim, "the query embedding")
+    if probes == 0:
+        probes = vector_index.probes_for(vector_index.current_lists(conn, info.id))
     conn.execute(q.SEARCH_SETTINGS, (str(probes), "relaxed_order" if exclude_resident else "off"))
     rows = conn.execute(q.nearest_items(info.id, info.embedding_dim, exclude_resident=exclude_resident),
                         {"q": vector, "n": size}).fetchall()

@@ -27,6 +27,7 @@ GROWTH = 1.5  # rebuilt when the data needs this many times the lists: lists hol
 MAX_LISTS = 2_000  # k-means keeps a bound per sample row and list: 50 rows per list make it 200 x lists^2
 # bytes (0.8 GB at 2,000 lists, 3.2 GB at 4,000), so the lists stop growing here: 500 rows per list at 1M items
 SAMPLE_ROWS_PER_LIST, MIN_SAMPLE_ROWS = 50, 10_000  # pgvector's k-means sample
+MIN_PROBES, LISTS_PER_PROBE = 3, 120  # automatic probes: read about 0.8% of the lists, never fewer than 3
 _log = logging.getLogger(__name__)
 
 
@@ -35,6 +36,15 @@ def lists_for(rows: int) -> int:
     if rows < EXACT_BELOW:
         return 1
     return min(MAX_LISTS, max(2, math.ceil(rows / ROWS_PER_LIST)))
+
+
+def probes_for(lists: int | None, probes: int = 0) -> int:
+    """The lists a search reads: `probes` when given (> 0), else scaled with the index's lists. A fixed
+    count reads a shrinking share of a growing index, and recall falls with it (hard set, 3 probes: 0.997
+    at 400 lists, 0.897 at 1,920); a fixed share (about 0.8%) kept it at 0.97 and above."""
+    if probes > 0:
+        return probes
+    return max(MIN_PROBES, (lists or 1) // LISTS_PER_PROBE)
 
 
 def build_memory_bytes(lists: int, dim: int) -> int:
