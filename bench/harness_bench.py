@@ -11,7 +11,11 @@ judge checking every call. Not a test. Prints a table, then as its last line one
   fresh_inputs_s      of that, what giving every call new contents costs at least: the blend of two input
                       sets and its copy into the shared inputs, timed here on l1_relu's perf inputs x calls
   profile_cv          coefficient of variation of the mean latency of one kernel profiled 10 times
-  double_work_ratio   mean latency of a kernel doing its work twice / the same kernel doing it once (~2)
+                      (profile_cv_median, _min: of its median and of its fastest call)
+  machine_cv          the same figure for the reference op (torch's exact GELU) timed in a plain loop in this
+                      process, 10 rounds of as many calls, no harness: the noise floor of this machine
+  double_work_ratio   mean latency of a kernel doing its work twice / the same kernel doing it once (~2);
+                      double_work_ratio_min: of their fastest calls, which noise between profiles moves least
   isolation, input_sets, round_trip_us: the isolation level, the input sets l1_relu's profile rotated over,
                       the judge's calibrated round trip of an empty request to the runner
 Targets: compile <= 0.5 s, overheads <= 0.3 s, CV <= 3 %, ratio within 10 % of 2.
@@ -68,6 +72,20 @@ def _fresh_inputs_cost(task, calls: int) -> float:
                 torch.lerp(x, y, 0.25 + 0.5 * (call % 2), out=out)
                 view.copy_(out)
     return time.perf_counter() - started
+
+
+def _machine_cv(task, rounds: int, calls: int) -> float:
+    """CV of the mean of `calls` timed calls of the task's reference, over `rounds` rounds, in a plain loop."""
+    instance = task.instantiate(task.perf_case, 0)
+    means = []
+    for _ in range(rounds):
+        samples = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            instance.reference()
+            samples.append(time.perf_counter() - started)
+        means.append(statistics.fmean(samples))
+    return _cv(means)
 
 
 def _cv(values: list[float]) -> float:
@@ -128,7 +146,10 @@ def main() -> None:
         if profiled.fresh_inputs else 0.0,
         "profile_cv": _cv(means_once),
         "profile_cv_median": _cv([p.candidate.median for p in once]),
+        "profile_cv_min": _cv([p.candidate.minimum for p in once]),
+        "machine_cv": _machine_cv(gelu, args.profiles, once[0].candidate.warmup + once[0].candidate.reps),
         "double_work_ratio": statistics.median(means_twice) / statistics.median(means_once),
+        "double_work_ratio_min": min(p.candidate.minimum for p in twice) / min(p.candidate.minimum for p in once),
         "gelu_once_ms": statistics.median(means_once) * 1e3,
         "gelu_reference_ms": statistics.median(p.reference.mean for p in once) * 1e3,
         "threads": backend.threads,
