@@ -134,4 +134,3 @@ def fetch_gate_candidates(conn: psycopg.Connection, seq: int, namespace_id: int,
         arrays = cursor.execute(q.GATE_CANDIDATE_COLUMNS, {"seq": seq, "ns": namespace_id, "k": k_ado}).fetchone()
     assert arrays is not None  # an aggregate always returns its row (of NULLs when nothing matched)
     return GateCandidates(*(np.array(a or [], dtype=t) for a, t in zip(arrays, _GATE_DTYPES, strict=True)))
-

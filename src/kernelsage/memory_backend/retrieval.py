@@ -34,9 +34,9 @@ def relevance_pool(conn: psycopg.Connection, info: NamespaceInfo, query: Sequenc
 
     The namespace's IVFFlat index reads the `probes` lists nearest to the query (0: as many as
     `vector_index.probes_for` scales with the index; every vector while the namespace is small enough to
-    have one list: exact search). `exclude_resident` leaves out the hot rules,
-    which policies with hot memory show anyway; the search then reads further lists when the filter would
-    leave fewer rows than asked for.
+    have one list: exact search). `exclude_resident` leaves out the hot rules, which policies with hot
+    memory show anyway; the search then reads further lists when the filter would leave fewer rows than
+    asked for.
     """
     vector = checked_vector(query, info.embedding_dim, "the query embedding")
     if probes == 0:

@@ -2,7 +2,8 @@
 
 Why IVFFlat and not HNSW (measured, docs/memory.md): on clustered data whose clusters are well separated,
 HNSW's greedy walk stays in the cluster it enters; at 100K items its recall@10 was 0.26-0.35 at ef_search
-100 (two query sets) and 0.68 at ef_search 1000. IVFFlat's lists are k-means centroids, which find the query's cluster directly.
+100 (two query sets) and 0.68 at ef_search 1000. IVFFlat's lists are k-means centroids, which find the
+query's cluster directly.
 Its lists are computed from the data at build time, so the index is rebuilt, concurrently with reads and
 writes, each time the namespace has grown enough to need GROWTH (1.5) times the lists.
 """
@@ -98,9 +99,10 @@ def maintain(pool: ConnectionPool, info: NamespaceInfo) -> int | None:
 
 
 class IndexBuilds:
-    """A store's index rebuilds, on one background thread: the write that made a namespace big enough
-    returns at once (a build takes about 10 s at 100K items), and searches use the old index until the
-    new one replaces it. `close` waits for the build under way, so none is left half done."""
+    """A store's index maintenance, on one background thread: rebuilds (the write that made a namespace
+    big enough returns at once; a build takes about 10 s at 100K items, and searches use the old index
+    until the new one replaces it) and the drops of deleted namespaces' indexes. `close` waits for the
+    job under way, so none is left half done."""
 
     def __init__(self, pool: ConnectionPool) -> None:
         self._pool = pool
