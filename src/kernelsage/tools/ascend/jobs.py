@@ -139,6 +139,8 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
         completed = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False,
                                    timeout=float(limits["wall_s"]), cwd=job_dir, env=env, **options)
     except subprocess.TimeoutExpired as exc:
+        if info_read >= 0:
+            os.close(info_read)
         tail = (exc.stderr or b"")[-2000:]
         return DeviceRun(None, True, None, tail.decode(errors="replace") if isinstance(tail, bytes) else tail,
                          time.perf_counter() - started)
