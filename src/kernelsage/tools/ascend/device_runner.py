@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from kernelsage.tools.ascend.verdicts import OUT_OF_MEMORY_WORDS
+from kernelsage.tools.ascend.verdicts import OUT_OF_MEMORY_WORDS, STARTED
 from kernelsage.tools.compare import poison
 
 
@@ -167,6 +167,9 @@ MODES = {"verify": run_verify, "profile": run_profile, "reference": run_referenc
 
 def main(argv: list[str]) -> int:
     request_path, result_path = argv[1], argv[2]
+    if len(argv) > 3:  # tell the judge the sandbox stood and this runner started, before any candidate code
+        os.write(int(argv[3]), STARTED)
+        os.close(int(argv[3]))
     request = torch.load(request_path, weights_only=True)
     try:
         runtime = Runtime()

@@ -122,11 +122,11 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
     if sandbox:
         nodes = device_nodes([int(payload["device"])])
         ro = [(path, path) for path in payload["read_only"]]
-        if isolation.available:  # bubblewrap reports the runner's pid here once the sandbox stands
+        if isolation.available:  # the runner writes here first thing, so a sandbox that never stood shows
             info_read, info_write = os.pipe()
+            argv.append(str(info_write))
         command = sandboxed(isolation, argv, env=env, limits=_rlimits(limits), ro_binds=ro,
-                            rw_binds=[(str(job_dir), JOB_DIR)], chdir=inside, tmp_bytes=256 << 20,
-                            info_fd=info_write if info_write >= 0 else None)
+                            rw_binds=[(str(job_dir), JOB_DIR)], chdir=inside, tmp_bytes=256 << 20)
         command = with_device_nodes(command, isolation, nodes)
         options = device_popen_options(isolation, nodes)
         if info_write >= 0:
@@ -148,9 +148,9 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
         if info_write >= 0:
             os.close(info_write)
     sandbox_started = True
-    if info_read >= 0:  # the runner's own stderr cannot fake this: it is written before the runner starts
+    if info_read >= 0:  # unlike its stderr, written before any candidate code ran (and then closed)
         with os.fdopen(info_read, "rb") as info:
-            sandbox_started = b"child-pid" in info.read()
+            sandbox_started = info.read(len(verdicts.STARTED)) == verdicts.STARTED
     result = None
     if result_path.is_file():
         try:

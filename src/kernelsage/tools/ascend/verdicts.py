@@ -24,6 +24,7 @@ from kernelsage.tools.results import Status
 # addresses); the first such line becomes the case's message.
 DEVICE_FAULT_WORDS = ("aicore exception", "AICore exception", "aivec error", "EZ9999", "507015", "507014",
                       "507035", "illegal address", "kernel execution timeout", "ACL_ERROR_RT")
+STARTED = b"kernelsage device runner started"  # what a sandboxed runner writes first (jobs.run_device)
 OUT_OF_MEMORY_WORDS = ("out of memory", "ACL_ERROR_RT_MEMORY_ALLOCATION", "207001")
 
 
