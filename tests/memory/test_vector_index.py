@@ -143,3 +143,14 @@ def test_a_search_reads_the_probes_its_index_calls_for(store: MemoryStore, names
                                              probes=given_probes)
             assert conn.execute("SELECT current_setting('ivfflat.probes') AS p").fetchone()["p"] == str(expected)
         assert len(found) == 10
+
+
+def test_probes_are_set_as_auto_or_a_count_and_shown_so() -> None:
+    from kernelsage.cli.memory import _settings
+    from kernelsage.errors import ConfigurationError
+    from kernelsage.memory_backend.params import parse_overrides
+
+    assert parse_overrides(["probes=auto"]) == {"probes": 0} and parse_overrides("probes=8") == {"probes": 8}
+    with pytest.raises(ConfigurationError, match="probes=-1 must be 0"):
+        SageParams(probes=-1)
+    assert _settings({"probes": 0, "B": 10}) == "B=10 probes=auto" and _settings({"probes": 5}) == "probes=5"

@@ -104,7 +104,8 @@ def _words(value: Any) -> str:
 
 
 def _settings(values: dict[str, Any] | None) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted((values or {}).items())) or "none"
+    shown = {k: "auto" if k == "probes" and v == 0 else v for k, v in (values or {}).items()}
+    return " ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "none"
 
 
 def _stats_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:

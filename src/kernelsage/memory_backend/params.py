@@ -92,6 +92,9 @@ def parse_overrides(texts: str | list[str] | tuple[str, ...]) -> dict[str, Any]:
                 f"cannot read parameter {text!r}: write NAME=VALUE with NAME one of "
                 f"{', '.join(sorted([*types, *ALIASES]))}"
             )
+        if name == "probes" and raw.strip() == "auto":
+            overrides[name] = 0  # scaled with the index, the default
+            continue
         try:
             overrides[name] = int(raw) if types[name] in (int, "int") else float(raw)
         except ValueError:
