@@ -241,11 +241,13 @@ def drop_index_concurrently(name: str) -> sql.Composed:
 
 
 # A namespace's vector indexes with their lists and whether they are usable (a build cut short leaves an
-# invalid one behind); parameter: vector_index_prefix.
+# invalid one behind); parameters: vector_index_prefix and the name just past every name it starts (a range
+# the catalog's name index finds: the automatic probes read this before every search).
 VECTOR_INDEXES = (
     "SELECT c.relname AS name, i.indisvalid AS valid, "
-    "substring(c.relname FROM '_l([0-9]+)$')::int AS lists FROM pg_index i "
-    "JOIN pg_class c ON c.oid = i.indexrelid WHERE starts_with(c.relname, %s)"
+    "substring(c.relname FROM '_l([0-9]+)$')::int AS lists FROM pg_class c "
+    "JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname >= %(prefix)s AND c.relname < %(past)s "
+    "AND starts_with(c.relname, %(prefix)s)"
 )
 # Vector indexes whose namespace is gone (a delete leaves its indexes to be dropped concurrently after it).
 ORPHANED_VECTOR_INDEXES = (

@@ -72,7 +72,8 @@ def needs_rebuild(current_lists: int | None, rows: int) -> bool:
 
 
 def _indexes(conn: psycopg.Connection, namespace_id: int) -> list[dict]:
-    return conn.execute(q.VECTOR_INDEXES, (q.vector_index_prefix(namespace_id),)).fetchall()
+    prefix = q.vector_index_prefix(namespace_id)
+    return conn.execute(q.VECTOR_INDEXES, {"prefix": prefix, "past": prefix[:-1] + chr(ord(prefix[-1]) + 1)}).fetchall()
 
 
 def current_lists(conn: psycopg.Connection, namespace_id: int) -> int | None:
