@@ -153,3 +153,34 @@ def test_a_fresh_namespace_opened_by_four_processes_at_once_is_seeded_once(store
     assert [p.exitcode for p in workers] == [0] * 4
     memory = store.open(namespace, create=False)
     assert memory.count_items(kind="knowledge") == 11
+
+
+def _deleter(url: str, prefix: str, start: float) -> None:
+    store = MemoryStore(open_pool(url, max_size=2), owns_pool=True)
+    names = [f"{prefix}-{n}" for n in range(4)]
+    for name in names:
+        seed_items(store.open(name, embedding_dim=16), unit_vectors(3, seed=len(name)))
+    time.sleep(max(0.0, start - time.time()))
+    assert store.delete_namespaces(names) == names
+    store.close()  # waits for the background drops of the deleted namespaces' indexes
+
+
+def test_namespaces_deleted_by_three_processes_at_once_leave_no_index_and_no_deadlock(
+        store: MemoryStore, database_url: str, namespace: str) -> None:
+    """Each delete drops its indexes concurrently afterwards and sweeps any orphan: three sweeps at once meet
+    on the same indexes (the simulator's parallel streams did, and a plain DROP INDEX deadlocked there)."""
+    from kernelsage.memory_backend import queries as q
+
+    deadlocks = _deadlocks(database_url)
+    context = multiprocessing.get_context("spawn")
+    start = time.time() + 6.0
+    workers = [context.Process(target=_deleter, args=(database_url, f"{namespace}-p{k}", start)) for k in range(3)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(timeout=120)
+    assert [p.exitcode for p in workers] == [0] * 3
+    with store.pool.connection() as conn:
+        orphans = conn.execute(q.ORPHANED_VECTOR_INDEXES, (q.VECTOR_INDEX_FAMILY,)).fetchall()
+    assert orphans == [] and _deadlocks(database_url) == deadlocks
+    assert not [n for n in store.list_namespaces() if n.name.startswith(namespace)]

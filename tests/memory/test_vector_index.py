@@ -120,11 +120,13 @@ def test_the_build_memory_estimate_is_what_pgvector_asks_for(store: MemoryStore,
 def test_probes_scale_with_the_index_unless_given(lists: int, given_probes: int) -> None:
     probes = vector_index.probes_for(lists, given_probes)
     if given_probes:
-        assert probes == given_probes
-    else:
-        assert probes == max(vector_index.MIN_PROBES, lists // vector_index.LISTS_PER_PROBE)
-        assert probes <= max(vector_index.MIN_PROBES, lists)  # never more lists than there are
-    assert vector_index.probes_for(1920) == 16 and vector_index.probes_for(400) == 3
+        assert probes == given_probes  # an explicit setting always wins
+    else:  # at least 3, growing with the index, about 0.8% of its lists, never more lists than there are
+        assert vector_index.MIN_PROBES <= probes <= max(vector_index.MIN_PROBES, lists)
+        assert vector_index.probes_for(lists + 1) >= probes
+        assert probes == vector_index.MIN_PROBES or 0.006 <= probes / lists <= 0.009
+    # the settings measured on the hard set (docs/memory.md): 3 at 100K items, 16 at 1M
+    assert vector_index.probes_for(320) == 3 and vector_index.probes_for(1920) == 16
 
 
 def test_a_search_reads_the_probes_its_index_calls_for(store: MemoryStore, namespace: str,

@@ -37,7 +37,7 @@ class SageParams:
     top_k: int = 6
     # IVFFlat lists read per search: more probes find more and cost more. 0 (the default): scaled with the
     # namespace's index, max(3, lists // 120) (vector_index.probes_for), which kept recall@10 on the hard set
-    # at 0.97-0.997 from 100K items (400 lists, 3 probes) to 1M (1,920 lists, 16 probes), p50 5-14 ms on 2
+    # at 0.97-1.0 from 100K items (320 lists, 3 probes) to 1M (1,920 lists, 16 probes), p50 2.5-14 ms on 2
     # cores (bench/memory_bench.py, docs/memory.md); namespaces under 5,000 items are searched exactly.
     probes: int = 0
     # Value memory baseline, EvoKernel-style (METHOD §7; values are reconstruction)

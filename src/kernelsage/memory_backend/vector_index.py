@@ -42,7 +42,7 @@ def lists_for(rows: int) -> int:
 def probes_for(lists: int | None, probes: int = 0) -> int:
     """The lists a search reads: `probes` when given (> 0), else scaled with the index's lists. A fixed
     count reads a shrinking share of a growing index, and recall falls with it (hard set, 3 probes: 0.997
-    at 400 lists, 0.897 at 1,920); a fixed share (about 0.8%) kept it at 0.97 and above."""
+    at 320 lists, 0.897 at 1,920); a fixed share (about 0.8%) kept it at 0.97 and above."""
     if probes > 0:
         return probes
     return max(MIN_PROBES, (lists or 1) // LISTS_PER_PROBE)
