@@ -165,6 +165,8 @@ class ProfileResult(Record):
     input_sets: int = 0  # independent input sets the timed calls rotated over
     fresh_inputs: bool = False  # every timed call had contents no call had before (cpu profile, see profile.py)
     round_trip_s: float = 0.0  # the judge's measured cost of an empty request, subtracted from each call
+    unseen_calls: int = 0  # timed calls given a whole instance no call had before (cpu profile, see profile.py)
+    contents: str = ""  # what the timed calls' inputs were: elementwise / whole blends, or repeated sets
 
 
 class Evaluation(Record):

@@ -88,3 +88,27 @@ def clearly_faster_relative(fast: Timing, fast_reference: Timing, slow: Timing, 
     fast_high = fast.ci_high / fast_reference.ci_low
     slow_low = slow.ci_low / slow_reference.ci_high
     return fast_high < slow_low * (1 - MIN_RELATIVE_GAIN)
+
+
+# A kernel whose time, relative to the reference beside it, is this much higher on inputs it has never seen than on
+# the others kept something from earlier calls (reconstruction; docs/security.md). Below it, gains go unflagged.
+UNSEEN_SLOWDOWN = 1.5
+MIN_UNSEEN = 4  # with fewer unseen calls the ranks cannot tell state from chance
+
+
+def slower_on_unseen(seen: Sequence[float], unseen: Sequence[float], *,
+                     factor: float = UNSEEN_SLOWDOWN) -> float | None:
+    """How much slower a kernel was on never-seen inputs than on the others, when clearly so; else None.
+
+    Each value is one call's candidate time over its reference's (same contents, adjacent in time, so load
+    changes cancel). Flagged only when every unseen call is `factor` times slower than the median of the others:
+    a kernel that treats all calls alike does that with the probability of one call landing that far up, to the
+    power len(unseen). A kernel can move the median only by being fast on most seen calls, and then every unseen
+    call, where nothing it kept applies, lies above it by its gain. The figure returned is the ratio of medians.
+    """
+    if len(unseen) < MIN_UNSEEN or not seen:
+        return None
+    typical = statistics.median(seen)
+    if typical <= 0 or min(unseen) <= factor * typical:
+        return None
+    return statistics.median(unseen) / typical

@@ -274,5 +274,6 @@ class CpuBackend(IsolatedBackend):
             speedup=reference.mean / candidate.mean if candidate.mean > 0 else 0.0,
             output_correct=bool(data["output_correct"]), input_sets=int(data["input_sets"]),
             round_trip_s=float(data["round_trip_s"]), fresh_inputs=bool(data.get("fresh_inputs")),
+            unseen_calls=int(data.get("unseen_calls", 0)), contents=str(data.get("contents", "")),
             **{**common, "case": data["case"]},
         )

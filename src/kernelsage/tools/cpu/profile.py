@@ -3,39 +3,44 @@ never seen.
 
 METHOD §8: 5 warm-ups, then 100 timed runs of each side. There are up to 4 input sets (`input_sets`: fewer,
 never under 2, when one set's inputs are large), visited in a fresh random order every round, each with its
-own place in the shared inputs. Every call gets fresh contents:
+own place in the shared inputs.
 
-1. Each floating-point input of set s is rewritten as a random blend of two sets, lerp(set s, set p, w) with
-   a fresh partner p and weight w in [0.25, 0.75] (`_Mixer`). A blend of two valid inputs stays valid for the
-   usual constraints (signs, ranges, sorted rows, normalised rows, symmetric positive definite matrices), and
-   every element changes, so no call repeats another's contents: an answer cached on the inputs' contents,
-   their address, a sample of them or their shape never fits, and precomputing during warm-ups buys nothing.
-2. The reference runs on those contents in the judge while the runner is frozen (SIGSTOP), so no thread of
+1. Where the task allows it, every call gets fresh contents (`contents.FreshContents`): each floating input of
+   set s blended with a random partner set, element by element with weights drawn once per profile and read
+   through a window at a random offset (one scalar weight for an input whose structure an element-wise blend
+   would break). No call repeats another's contents and none lies in a space a few answers span, so nothing
+   kept from earlier calls (answers, a model of the blend) serves a later one.
+2. Some timed calls, at random positions, get a whole instance made afresh by the task's own generator
+   (`unseen_calls`): its output is checked, and where contents repeat or a structure kept a scalar blend, a
+   kernel clearly slower on them than on the others, relative to the reference, kept something that paid
+   (`timing.slower_on_unseen`): cached_result.
+3. The reference runs on the call's contents in the judge while the runner is frozen (SIGSTOP), so no thread of
    the candidate competes with it; its time is the judge's perf_counter around the call, and its output is
    this call's expected answer.
-3. The contents are written to the shared inputs, the call's output slot (one whose previous content is
-   another call's answer) is poisoned (small outputs in full, large ones at random positions), the runner is
-   resumed and asked to run ks_kernel on set s. Its time runs from the request to the moment the runner is
-   frozen again after its reply (so work its threads do after the reply is timed), minus the same interval
-   for an empty request, calibrated before the library was loaded.
-4. The checks wait until every thread is stopped and come before it runs again: the output in full on the
+4. The contents are written to set s's place in the shared inputs (every call, so each finds its inputs just
+   written), the call's output slot (one whose previous content is another call's answer) is poisoned (small
+   outputs in full, large ones at random positions), the runner is resumed and asked to run ks_kernel on set s.
+   Its time runs from the request to the moment the runner is frozen again after its reply (so work its threads
+   do after the reply is timed), minus the same interval for an empty request, calibrated before the library
+   was loaded.
+5. The checks wait until every thread is stopped and come before it runs again: the output in full on the
    first call and whenever it is small, else the poisoned positions must have been written and fresh random
-   positions (8x as many on a set's first call) must match; the inputs at random positions. A failed check
-   ends the profile with its class (partial_write for work done late or skipped, cached_result for another
-   call's answer, wrong_result, nan_inf, input_modified).
+   positions (8x as many on a set's first call and on unseen instances) must match; the inputs at random
+   positions. A failed check ends the profile with its class (partial_write for work done late or skipped,
+   cached_result for another call's answer, wrong_result, nan_inf, input_modified).
 
 Blending needs floating-point outputs only (integer outputs such as top-k indices jump where a blend brings two
 values close, so an honest kernel could disagree with the reference on a near-tie), every non-floating input
 equal across the sets, and a reference that reads the inputs it was made with (checked once: set 0 given set
-1's inputs must give set 1's answer). Where that does not hold (e.g. random integer indices), the sets'
-contents repeat: the reference and the candidate then alternate in
-batches of 5 calls on the same sets, and once, at the start of a random round, the inputs of two sets trade
-places in memory, so an answer keyed on an address is caught; an answer cached on the contents is not (see
-docs/security.md).
+1's inputs must give set 1's answer). Where that does not hold (e.g. random integer indices), the sets' contents
+repeat: the reference and the candidate then alternate in batches of 5 calls on the same sets, once, at the start
+of a random round, two sets trade contents (an answer keyed on an address goes stale), and the unseen instances
+are what keeps an answer cached on the contents from paying.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass
@@ -43,7 +48,7 @@ from typing import Any
 
 import torch
 
-from kernelsage.tasks.model import Task, TestCase
+from kernelsage.tasks.model import Task
 from kernelsage.tools.compare import (
     all_close,
     classify,
@@ -54,6 +59,7 @@ from kernelsage.tools.compare import (
     poison_at,
 )
 from kernelsage.tools.cpu.arena import SLOT_ALIGNMENT, align
+from kernelsage.tools.cpu.contents import FreshContents, bits
 from kernelsage.tools.cpu.judge import (
     Emit,
     HarnessFailure,
@@ -69,14 +75,18 @@ from kernelsage.tools.cpu.judge import (
 from kernelsage.tools.cpu.runner import Runner, RunnerFailed
 from kernelsage.tools.cpu.verdicts import OutputCheck
 from kernelsage.tools.results import Status
-from kernelsage.tools.timing import timing_from_samples
+from kernelsage.tools.timing import MIN_UNSEEN, slower_on_unseen, timing_from_samples
 
 DEFAULT_SETS = 4  # at most; fewer (never under 2) when one set's inputs are large, see `input_sets`
 INPUT_BUDGET = 32 << 20  # bytes of inputs the sets may take together before their number shrinks
+UNSEEN_BUDGET = 32 << 20  # bytes of inputs the unseen instances of one profile may take together
+MOST_UNSEEN = 16
+UNSEEN_WITH_FRESH = 2  # unseen calls where every input is blended element by element: output checks only
+UNSEEN_TRIAL = 1000  # seeds of unseen instances: case_seed(seed, UNSEEN_TRIAL + j, 0), apart from the sets'
 SAMPLED = 1024  # positions poisoned before, and fresh positions checked after, each call on a large output
 INPUT_SAMPLED = 256  # positions of each input checked unchanged after each call
 SMALL_OUTPUT = 1 << 16  # outputs up to this many elements are poisoned and checked in full on every call
-BATCH = 5  # calls of one side before the other's: each side mostly follows itself, drift hits both alike
+BATCH = 5  # calls of one side before the other's on repeated contents: drift hits both alike
 
 
 class CheckFailed(Exception):
@@ -88,58 +98,42 @@ class CheckFailed(Exception):
 def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     judge = Judge(payload, emit)
     case = task.perf_case
+    seed = int(payload["seed"])
     try:
         judge.phase("reference")
-        first = instantiate(task, case, case_seed(payload["seed"], 0, 0))
+        first = instantiate(task, case, case_seed(seed, 0, 0))
         expected = run_reference(first, case)
-        sets = input_sets(int(payload.get("sets", DEFAULT_SETS)), plan(task, [(first, None)], expected)[1])
+        set_bytes = plan(task, [(first, None)], expected)[1]
+        sets = input_sets(int(payload.get("sets", DEFAULT_SETS)), set_bytes)
         _, input_bytes, output_bytes = plan(task, [(first, None)] * sets, outputs_like=expected)
         slot = align(max(output_bytes, 1), SLOT_ALIGNMENT)
         runner = judge.start(input_bytes, slot * sets)  # it loads the library while the inputs are made
         judge.phase("reference")
-        instances = [first] + [instantiate(task, case, case_seed(payload["seed"], k, 0)) for k in range(1, sets)]
+        instances = [first] + [instantiate(task, case, case_seed(seed, k, 0)) for k in range(1, sets)]
         prepared, needed, _ = plan(task, [(i, None) for i in instances], outputs_like=expected)
         if needed > input_bytes:
             raise HarnessFailure(f"the inputs of the performance case {case.name!r} change shape with the seed")
         prepared[0].expected = expected
-        judge.phase("harness")
-        for item in prepared:
-            judge.write_inputs(item)
         judge.phase("candidate")
         define_sets(runner, prepared)
         judge.phase("reference")
-        mixer = _Mixer.build(prepared, case)
-        data = _Timed(judge, runner, prepared, slot, payload, case, output_check(task, case), mixer)
-        data.run(int(payload["warmup"]), int(payload["reps"]))
-    except RunnerFailed as failure:
-        emit({"kind": "result", "data": {"status": failure.status.value, "message": failure.message,
-                                         "stderr_tail": judge.runner.log_tail() if judge.runner else ""}})
-        return
-    except CheckFailed as failure:
+        contents = FreshContents.build(prepared, case, seed)
+        unseen = unseen_calls(contents is not None and contents.elementwise, set_bytes)
+        timed = _Timed(judge, runner, prepared, slot, seed, task, output_check(task, case), contents)
+        timed.run(int(payload["warmup"]), int(payload["reps"]), unseen)
+        timed.judge_unseen()
+    except (RunnerFailed, CheckFailed) as failure:
         emit({"kind": "result", "data": {"status": failure.status.value, "message": failure.message,
                                          "stderr_tail": judge.runner.log_tail() if judge.runner else ""}})
         return
     finally:
         judge.stop()
     emit({"kind": "result", "data": {
-        "status": "ok", "case": case.name, "output_correct": True, "candidate": data.candidate.to_dict(),
-        "reference": data.reference.to_dict(), "input_sets": sets, "round_trip_s": data.round_trip,
-        "fresh_inputs": mixer is not None,
+        "status": "ok", "case": case.name, "output_correct": True, "candidate": timed.candidate.to_dict(),
+        "reference": timed.reference.to_dict(), "input_sets": sets, "round_trip_s": timed.round_trip,
+        "fresh_inputs": contents is not None, "unseen_calls": unseen,
+        "contents": "repeated" if contents is None else "elementwise" if contents.elementwise else "whole",
     }})
-
-
-@dataclass
-class _Call:
-    """A candidate call awaiting its checks."""
-
-    number: int
-    set_id: int
-    data: int
-    slot: int
-    code: int
-    outputs: list[torch.Tensor]
-    positions: list[torch.Tensor | None]
-    expected: tuple[torch.Tensor, ...]
 
 
 def input_sets(most: int, set_bytes: int) -> int:
@@ -152,158 +146,152 @@ def input_sets(most: int, set_bytes: int) -> int:
     return max(2, min(most, INPUT_BUDGET // max(set_bytes, 1)))
 
 
-class _Mixer:
-    """Fresh contents for every call: the floating inputs of a set blended with another set's."""
+def unseen_calls(elementwise: bool, set_bytes: int) -> int:
+    """How many timed calls get a whole instance no call had: where every input is blended element by element
+    nothing kept from earlier calls can pay, and a couple of them check outputs only; otherwise enough for
+    `slower_on_unseen` to tell (at least MIN_UNSEEN, more while their inputs fit UNSEEN_BUDGET)."""
+    if elementwise:
+        return UNSEEN_WITH_FRESH
+    return max(MIN_UNSEEN, min(MOST_UNSEEN, UNSEEN_BUDGET // max(set_bytes, 1)))
 
-    def __init__(self, prepared: list[Prepared], mixable: list[int]) -> None:
-        self.prepared, self.mixable = prepared, mixable
-        self.base = [[item.inputs[k].clone() for k in mixable] for item in prepared]
 
-    @classmethod
-    def build(cls, prepared: list[Prepared], case: TestCase) -> _Mixer | None:
-        """A mixer, or None where blending would not give the reference's answer for what the kernel sees."""
-        first, others = prepared[0], prepared[1:]
-        if first.expected is None or not all(e.is_floating_point() for e in first.expected):
-            return None  # integer outputs (indices, counts) jump where a blend brings two values close
-        mixable = [k for k, tensor in enumerate(first.inputs) if tensor.is_floating_point()
-                   and any(not torch.equal(item.inputs[k], tensor) for item in others)]
-        fixed = [k for k in range(len(first.inputs)) if k not in mixable]
-        if not mixable or any(not torch.equal(bits(item.inputs[k]), bits(first.inputs[k]))
-                              for item in others for k in fixed):
-            return None
-        mixer = cls(prepared, mixable)
-        second = prepared[1]
-        if second.expected is None:
-            second.expected = run_reference(second.instance, case)
-        mixer.blend(0, 1, 1.0)  # set 0 holding set 1's inputs must give set 1's answer
-        got = run_reference(first.instance, case)
-        mixer.blend(0, 1, 0.0)
-        if len(got) != len(second.expected) or not all(
-                all_close(e, g, tol) for e, g, tol in zip(second.expected, got, second.tolerances, strict=True)):
-            return None  # the reference does not read the tensors it was made with
-        return mixer
+@dataclass
+class _Call:
+    """One timed call: where its inputs live (set s's place), what they hold, and its reference's verdict."""
 
-    def blend(self, s: int, partner: int, weight: float) -> None:
-        """Set s's private inputs := lerp(set s, partner, weight), in place (the reference reads them)."""
-        for j, k in enumerate(self.mixable):
-            target, a, b = self.prepared[s].inputs[k], self.base[s][j], self.base[partner][j]
-            if target.dtype in (torch.float32, torch.float64):
-                torch.lerp(a, b, weight, out=target)
-            else:
-                target.copy_(torch.lerp(a.float(), b.float(), weight))
+    number: int
+    set_id: int
+    item: Prepared  # the contents the call sees, with set s's input places
+    expected: tuple[torch.Tensor, ...]
+    reference_s: float
+    data: int  # which input set's contents (-1: an unseen instance)
+    slot: int = 0
+    code: int = 0
+    outputs: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    positions: list[torch.Tensor | None] = dataclasses.field(default_factory=list)
 
 
 class _Timed:
     """The interleaved timing loop of one profile."""
 
-    def __init__(self, judge: Judge, runner: Runner, prepared: list[Prepared], slot: int,
-                 payload: dict[str, Any], case: TestCase, custom: OutputCheck | None = None,
-                 mixer: _Mixer | None = None) -> None:
-        self.judge, self.runner, self.prepared, self.slot, self.case = judge, runner, prepared, slot, case
+    def __init__(self, judge: Judge, runner: Runner, prepared: list[Prepared], slot: int, seed: int, task: Task,
+                 custom: OutputCheck | None = None, contents: FreshContents | None = None) -> None:
+        self.judge, self.runner, self.prepared, self.slot, self.task = judge, runner, prepared, slot, task
+        self.case = task.perf_case
+        self.seed = seed
         self.custom = custom  # the task's own precision rule, where it has one
-        self.mixer = mixer
+        self.contents = contents
         self.answers: dict[int, tuple[int, tuple[torch.Tensor, ...]]] = {}  # per set: its last (call, answer)
-        self.random = random.Random(payload["seed"])
-        self.generator = torch.Generator().manual_seed(int(payload["seed"]))
-        self.data_of = list(range(len(prepared)))  # which set's data sits at set s's input address
+        self.random = random.Random(seed)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.data_of = list(range(len(prepared)))  # which set's data set s's calls see
         self.slot_holds: list[int | None] = [None] * len(prepared)  # whose answer each slot last got
         self.slot_used = [-1] * len(prepared)
         self.seen = [False] * len(prepared)
+        self.unseen_made = 0
         self.round_trip = 0.0
+        self.ratios: tuple[list[float], list[float]] = ([], [])  # candidate / reference per timed call: seen, unseen
 
-    def run(self, warmup: int, reps: int) -> None:
-        """Alternate batches: the reference's calls on the next sets (runner frozen), then the candidate's on the
-        same sets, each call checked before the runner may run again."""
-        judge, runner, n = self.judge, self.runner, len(self.prepared)
-        self.round_trip = runner.round_trip  # calibrated before the library was loaded
-        runner.freeze()
+    def run(self, warmup: int, reps: int, unseen: int) -> None:
+        """Reference and candidate on the same contents, checked before the runner may run again: call by call
+        where every call has fresh contents, else in batches (reference's calls, then the candidate's on the
+        same sets). `unseen` timed calls, at random positions, get an instance no call had."""
+        judge, n = self.judge, len(self.prepared)
+        self.round_trip = self.runner.round_trip  # calibrated before the library was loaded
+        self.runner.freeze()
         total = warmup + reps
         order = [s for _ in range(total // n + 1) for s in self.random.sample(range(n), n)][:total]
-        if self.mixer is not None:
-            self.run_fresh(order, warmup)
-            return
-        # at the start of a round followed by a whole round, so both traded sets are called after it
-        swap_at = n * self.random.randrange(1, total // n) if total >= 2 * n else -1
+        unseen_at = set(self.random.sample(range(warmup, total), min(unseen, reps)))
+        batch = 1 if self.contents is not None else BATCH
+        # repeated contents: at the start of a round followed by a whole round, two sets trade contents
+        swap_at = n * self.random.randrange(1, total // n) if self.contents is None and total >= 2 * n else -1
         candidate, reference = [], []
-        for start in range(0, total, BATCH):
-            judge.phase("reference")
-            for call in range(start, min(start + BATCH, total)):
-                seconds = self.time_reference(self.data_of[order[call]])
-                if call >= warmup:
-                    reference.append(seconds)
-            for call in range(start, min(start + BATCH, total)):
+        for start in range(0, total, batch):
+            calls = []
+            for number in range(start, min(start + batch, total)):
                 judge.phase("harness")
-                if call == swap_at:
-                    self.swap_inputs()
-                seconds = self.candidate_call(call, order[call])
-                if call >= warmup:
-                    candidate.append(max(seconds - self.round_trip, 1e-9))
+                if number == swap_at:
+                    self.data_of[:] = self.swapped()
+                calls.append(self.reference_call(number, order[number], number in unseen_at))
+            for call in calls:
+                seconds = max(self.candidate_call(call) - self.round_trip, 1e-9)
+                if call.number >= warmup:
+                    candidate.append(seconds)
+                    reference.append(call.reference_s)
+                    self.ratios[call.data < 0].append(seconds / max(call.reference_s, 1e-9))
         self.candidate = timing_from_samples(candidate, warmup=warmup)
         self.reference = timing_from_samples(reference, warmup=warmup)
 
-    def run_fresh(self, order: list[int], warmup: int) -> None:
-        """Call by call: fresh contents for set s, the reference on them (timed), then the candidate (timed)."""
-        assert self.mixer is not None
-        candidate, reference = [], []
-        for call, s in enumerate(order):
-            self.judge.phase("reference")
-            partner = self.random.choice([p for p in range(len(self.prepared)) if p != s])
-            self.mixer.blend(s, partner, self.random.uniform(0.25, 0.75))
-            started = time.perf_counter()
-            expected = run_reference(self.prepared[s].instance, self.case)
-            seconds = time.perf_counter() - started
-            self.judge.phase("harness")
-            self.judge.write_inputs(self.prepared[s])
-            candidate_seconds = self.candidate_call(call, s, expected)
-            self.answers[s] = (call, expected)
-            if call >= warmup:
-                reference.append(seconds)
-                candidate.append(max(candidate_seconds - self.round_trip, 1e-9))
-        self.candidate = timing_from_samples(candidate, warmup=warmup)
-        self.reference = timing_from_samples(reference, warmup=warmup)
+    def reference_call(self, number: int, s: int, unseen: bool) -> _Call:
+        """The contents call `number` will see on set s, and the reference on them (timed)."""
+        if unseen:
+            item, data = self.unseen_instance(s), -1
+        else:
+            data = self.data_of[s]
+            if self.contents is not None:
+                self.contents.blend(s, self.contents.draw(s, self.random))
+            item = dataclasses.replace(self.prepared[data], input_places=self.prepared[s].input_places)
+        self.judge.phase("reference")
+        started = time.perf_counter()
+        expected = run_reference(item.instance, self.case)
+        seconds = time.perf_counter() - started
+        return _Call(number, s, item, expected, seconds, data)
 
-    def candidate_call(self, call: int, s: int, expected: tuple[torch.Tensor, ...] | None = None) -> float:
-        """One timed call on set s into a fresh slot, then its checks with the runner frozen; its time."""
+    def unseen_instance(self, s: int) -> Prepared:
+        """A whole new instance of the case, placed where set s's inputs live."""
+        self.judge.phase("reference")
+        instance = instantiate(self.task, self.case, case_seed(self.seed, UNSEEN_TRIAL + self.unseen_made, 0))
+        self.unseen_made += 1
+        like = self.prepared[s]
+        item = plan(self.task, [(instance, None)], outputs_like=tuple(
+            torch.empty(p.shape, dtype=p.dtype) for p in like.output_places))[0][0]
+        if [(t.dtype, t.shape) for t in item.inputs] != [(t.dtype, t.shape) for t in like.inputs]:
+            raise HarnessFailure(f"the inputs of the performance case {self.case.name!r} change shape with the seed")
+        return dataclasses.replace(item, input_places=like.input_places, output_places=like.output_places)
+
+    def candidate_call(self, call: _Call) -> float:
+        """The call's contents written to set s's place, one timed call into a fresh slot, then its checks with
+        the runner frozen; its time."""
         judge, runner = self.judge, self.runner
-        data = self.data_of[s]
-        if expected is None and self.prepared[data].expected is None:
-            self.time_reference(data)
-        expected = expected if expected is not None else self.prepared[data].expected
-        assert expected is not None
-        slot = self.choose_slot(call if self.mixer is not None else data, call)
-        outputs = judge.output_views(self.prepared[data].output_places, slot * self.slot)
-        positions = self.poison(outputs, call)
+        judge.phase("harness")
+        judge.write_inputs(call.item)  # every call, so each finds its inputs just written, unseen or not
+        # whose answer the slot will hold: a call's own with fresh contents, an unseen instance's, or a set's
+        owner = call.number if self.contents is not None else -1 - call.number if call.data < 0 else call.data
+        call.slot, holds_answer = self.choose_slot(owner, call.number)
+        call.outputs = judge.output_views(call.item.output_places, call.slot * self.slot)
+        call.positions = self.poison(call.outputs, call.number, whole=holds_answer)
         judge.phase("candidate")
         runner.thaw()
-        code, _ = runner.run(s, slot * self.slot)
+        call.code, _ = runner.run(call.set_id, call.slot * self.slot)
         seconds = runner.freeze() - runner.sent_at  # up to the freeze: late work of its threads is timed
         judge.phase("compare")
         runner.settled()
-        self.check(_Call(call, s, data, slot, code, outputs, positions, expected))
+        self.check(call)
+        if call.data >= 0:
+            self.answers[call.set_id] = (call.number, call.expected)
         return seconds
 
-    def time_reference(self, data: int) -> float:
-        item = self.prepared[data]
-        started = time.perf_counter()
-        outputs = run_reference(item.instance, self.case)
-        seconds = time.perf_counter() - started
-        if item.expected is None:
-            item.expected = outputs
-        return seconds
+    def swapped(self) -> list[int]:
+        """data_of with two sets' contents traded: an answer kept for an address, a set or a slot goes stale."""
+        a, b = self.random.sample(range(len(self.prepared)), 2)
+        data_of = list(self.data_of)
+        data_of[a], data_of[b] = data_of[b], data_of[a]
+        return data_of
 
-    def choose_slot(self, data: int, call: int) -> int:
-        """The least recently used slot whose content is not this set's answer."""
-        candidates = [b for b in range(len(self.slot_holds)) if self.slot_holds[b] != data]
-        slot = min(candidates, key=lambda b: self.slot_used[b])
+    def choose_slot(self, owner: int, call: int) -> tuple[int, bool]:
+        """The least recently used slot whose content is not this owner's answer, and whether every slot held
+        it (unseen instances taking slots can leave all of them with one set's answer: then it is poisoned whole)."""
+        candidates = [b for b in range(len(self.slot_holds)) if self.slot_holds[b] != owner]
+        slot = min(candidates or range(len(self.slot_holds)), key=lambda b: self.slot_used[b])
         self.slot_used[slot] = call
-        self.slot_holds[slot] = data
-        return slot
+        self.slot_holds[slot] = owner
+        return slot, not candidates
 
-    def poison(self, outputs: list[torch.Tensor], call: int) -> list[torch.Tensor | None]:
+    def poison(self, outputs: list[torch.Tensor], call: int, whole: bool = False) -> list[torch.Tensor | None]:
         """Poison small outputs in full, large ones at random positions (returned; None: in full)."""
         positions: list[torch.Tensor | None] = []
         for output in outputs:
-            if output.numel() <= SMALL_OUTPUT:
+            if whole or output.numel() <= SMALL_OUTPUT:
                 poison(output, call)
                 positions.append(None)
             else:
@@ -318,15 +306,16 @@ class _Timed:
 
     def check(self, call: _Call) -> None:
         """The call's outputs: in full for the first call on the first set and for small outputs, else at the
-        poisoned positions plus fresh random ones (many more on a set's first call); and its inputs."""
-        where = f"call {call.number + 1} (input set {call.set_id})"
+        poisoned positions plus fresh random ones (many more on a set's first call and on unseen instances);
+        and its inputs."""
+        where = f"call {call.number + 1} (input set {call.set_id}{', an unseen instance' if call.data < 0 else ''})"
         if call.code != 0:
             raise CheckFailed(Status.RUNTIME_ERROR, f"ks_kernel returned {call.code} on {where}")
-        item = self.prepared[call.data]
-        first = not self.seen[call.data]
-        self.seen[call.data] = True
+        first = call.data < 0 or not self.seen[call.data]
+        if call.data >= 0:
+            self.seen[call.data] = True
         for index, (expected, output, tolerance, chosen) in enumerate(
-                zip(call.expected, call.outputs, item.tolerances, call.positions, strict=True)):
+                zip(call.expected, call.outputs, call.item.tolerances, call.positions, strict=True)):
             if chosen is None or (first and call.data == 0):
                 if all_close(expected, output, tolerance):
                     continue
@@ -350,44 +339,37 @@ class _Timed:
                 break  # the suite's own rule accepts the outputs (it judges them all at once)
             raise CheckFailed(status, f"on {where} {comparison.n_mismatch} of {comparison.n_elements} checked "
                                       f"elements of output {index} are wrong")
-        self.check_inputs([call.set_id])
+        self.check_inputs(call)
 
     def stale(self, call: _Call, index: int, output: torch.Tensor) -> bool:
         """Does the output equal (at random positions) the answer of other inputs: another set's, or (with fresh
         contents) the last call's on any set (an answer replayed for an address or a set)?"""
         positions = self.positions(output, SAMPLED)
-        others = [answer for number, answer in self.answers.values() if number != call.number] if self.mixer \
-            else [item.expected for other, item in enumerate(self.prepared) if other != call.data]
+        others = [answer for number, answer in self.answers.values() if number != call.number] \
+            if self.contents is not None else \
+            [item.expected for other, item in enumerate(self.prepared) if other != call.data]
         return output.numel() > 0 and any(answer is not None and classify(
-            [compare_at(answer[index], output, positions, self.prepared[call.data].tolerances[index], -1)])
+            [compare_at(answer[index], output, positions, call.item.tolerances[index], -1)])
             is Status.OK for answer in others)
 
-    def swap_inputs(self) -> None:
-        """Trade the inputs of two sets in memory (the runner's addresses stay, their contents change)."""
-        a, b = self.random.sample(range(len(self.prepared)), 2)
+    def check_inputs(self, call: _Call) -> None:
+        """The shared inputs still hold what the judge wrote, at random positions after every call (the runner
+        maps them read-only: this is the second line)."""
         assert self.judge.arena is not None
-        for place_a, place_b in zip(self.prepared[a].input_places, self.prepared[b].input_places, strict=True):
-            view_a = self.judge.arena.inputs.tensor(place_a.offset, place_a.dtype, place_a.shape)
-            view_b = self.judge.arena.inputs.tensor(place_b.offset, place_b.dtype, place_b.shape)
-            kept = view_a.clone()
-            view_a.copy_(view_b)
-            view_b.copy_(kept)
-        self.data_of[a], self.data_of[b] = self.data_of[b], self.data_of[a]
+        for index, (place, private) in enumerate(zip(call.item.input_places, call.item.inputs, strict=True)):
+            view = self.judge.arena.inputs.tensor(place.offset, place.dtype, place.shape)
+            chosen = self.positions(view, INPUT_SAMPLED)
+            if view.numel() and not torch.equal(bits(gather(view, chosen)), bits(gather(private, chosen))):
+                name = list(call.item.instance.inputs)[index]
+                raise CheckFailed(Status.INPUT_MODIFIED, f"the kernel modified its input {index} ({name})")
 
-    def check_inputs(self, sets: list[int]) -> None:
-        """The shared inputs still hold the judge's private copies, at random positions after every call (the
-        runner maps them read-only: this is the second line)."""
-        assert self.judge.arena is not None
-        for s in sets:
-            owner = self.prepared[self.data_of[s]]
-            for index, (place, private) in enumerate(zip(self.prepared[s].input_places, owner.inputs, strict=True)):
-                view = self.judge.arena.inputs.tensor(place.offset, place.dtype, place.shape)
-                chosen = self.positions(view, INPUT_SAMPLED)
-                if view.numel() and not torch.equal(bits(gather(view, chosen)), bits(gather(private, chosen))):
-                    name = list(owner.instance.inputs)[index]
-                    raise CheckFailed(Status.INPUT_MODIFIED, f"the kernel modified its input {index} ({name})")
-
-
-def bits(tensor: torch.Tensor) -> torch.Tensor:
-    """The tensor's bytes as integers of its width (so NaN equals the same NaN)."""
-    return tensor.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.element_size()])
+    def judge_unseen(self) -> None:
+        """A kernel clearly slower, relative to the reference, on the unseen instances than on the other calls
+        kept something from earlier calls that paid: its timing is not credited."""
+        seen, unseen = self.ratios
+        slowdown = slower_on_unseen(seen, unseen)
+        if slowdown is not None:
+            raise CheckFailed(Status.CACHED_RESULT, (
+                f"the kernel was {slowdown:.1f}x slower, relative to the reference, on the {len(unseen)} timed calls "
+                "with inputs no call had before than on the others: it reuses work kept from earlier calls, so its "
+                "time does not measure the task"))

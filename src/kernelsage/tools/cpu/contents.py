@@ -1,0 +1,152 @@
+"""Fresh contents for every timed call of a profile: each floating input blended anew from two input sets.
+
+A blend with one scalar weight per tensor keeps every call's inputs in a tiny affine space: a kernel that keeps
+state could learn it from its first calls and then answer later calls from stored answers (exactly, for any
+output that is a low-degree polynomial of its inputs: sums, losses, matmuls). So inputs are blended element by
+element: x = lerp(set s, set p, W), with W a window, at a random offset, into one tensor of random weights in
+[0.25, 0.75] drawn once per profile. Every element then moves independently; computing an output from earlier
+answers costs as much as computing it, and a call repeats another's weights with probability 1/OFFSETS.
+
+An element-wise blend of two valid inputs stays valid for box constraints (signs, ranges, zeros where both sets
+have them, e.g. triangular matrices), and one offset per call keeps element-wise relations between inputs of one
+shape (x >= y where both sets have it). It breaks relations inside one input: symmetric matrices, sorted rows,
+rows normalised to one sum or norm, integer values held in a floating type. An input that shows one of those in
+every set is blended with one scalar weight instead (`blend_kind`), which keeps them; the profile then also
+slips unseen instances into the timed calls (profile.py), since that input alone is interpolable.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from kernelsage.tasks.model import TestCase
+from kernelsage.tools.compare import all_close
+from kernelsage.tools.cpu.judge import Prepared, run_reference
+
+WEIGHT_LOW, WEIGHT_HIGH = 0.25, 0.75
+OFFSETS = 1 << 16  # distinct windows into the weights
+ELEMENTWISE, WHOLE = "elementwise", "whole"
+NORMALISED_RTOL = 1e-3
+
+
+def blend_kind(values: Sequence[torch.Tensor]) -> str:
+    """ELEMENTWISE, or WHOLE where every set shows a structure an element-wise blend would break."""
+    structures = (_integral, _symmetric, _sorted_rows, _normalised_rows)
+    return WHOLE if any(all(shows(t) for t in values) for shows in structures) else ELEMENTWISE
+
+
+def _integral(tensor: torch.Tensor) -> bool:
+    return tensor.numel() > 0 and bool(torch.any(tensor != 0)) and torch.equal(tensor, torch.round(tensor))
+
+
+def _symmetric(tensor: torch.Tensor) -> bool:
+    if tensor.dim() < 2 or tensor.shape[-1] != tensor.shape[-2] or tensor.shape[-1] < 2:
+        return False
+    corner = tensor[..., :4, :4]
+    return torch.equal(corner, corner.transpose(-1, -2)) and torch.equal(tensor, tensor.transpose(-1, -2))
+
+
+def _sorted_rows(tensor: torch.Tensor) -> bool:
+    if tensor.dim() < 1 or tensor.shape[-1] < 3:
+        return False
+    steps = torch.diff(tensor.float(), dim=-1)
+    return bool(torch.all(steps >= 0)) or bool(torch.all(steps <= 0))
+
+
+def _normalised_rows(tensor: torch.Tensor) -> bool:
+    if tensor.dim() < 1 or tensor.shape[-1] < 2 or tensor.numel() == tensor.shape[-1]:
+        return False  # a single row has one sum: nothing to tell a normalisation from chance
+    rows = tensor.float().reshape(-1, tensor.shape[-1])
+    for measure in (rows.sum(-1), rows.norm(dim=-1)):
+        if float(measure.abs().max()) > 0 and float((measure - measure[0]).abs().max()) \
+                <= NORMALISED_RTOL * float(measure[0].abs()):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One call's blend: the partner set, the weights' window offset, the scalar weight of WHOLE inputs."""
+
+    partner: int
+    offset: int
+    weight: float
+
+
+class FreshContents:
+    """Blends the floating inputs of a set with another set's, in place in the set's private inputs."""
+
+    def __init__(self, prepared: list[Prepared], mixable: list[int], kinds: list[str], seed: int) -> None:
+        self.prepared, self.mixable, self.kinds = prepared, mixable, kinds
+        self.base = [[item.inputs[k].clone() for k in mixable] for item in prepared]
+        longest = max(prepared[0].inputs[k].numel() for k in mixable)
+        generator = torch.Generator().manual_seed(seed)
+        self.weights = {torch.float32: torch.rand(longest + OFFSETS, generator=generator)
+                        .mul_(WEIGHT_HIGH - WEIGHT_LOW).add_(WEIGHT_LOW)}
+        if any(prepared[0].inputs[k].dtype == torch.float64 for k in mixable):
+            self.weights[torch.float64] = self.weights[torch.float32].double()
+
+    @property
+    def elementwise(self) -> bool:
+        """Every blended input moves element by element (none is interpolable from a few answers)."""
+        return all(kind == ELEMENTWISE for kind in self.kinds)
+
+    @classmethod
+    def build(cls, prepared: list[Prepared], case: TestCase, seed: int) -> FreshContents | None:
+        """Fresh contents for these sets, or None where blending would not give the reference's answer for what
+        the kernel sees (the calls then repeat the sets' contents)."""
+        first, others = prepared[0], prepared[1:]
+        if first.expected is None or not all(e.is_floating_point() for e in first.expected):
+            return None  # integer outputs (indices, counts) jump at near-ties a blend can make
+        mixable = [k for k, tensor in enumerate(first.inputs) if tensor.is_floating_point()
+                   and any(not torch.equal(item.inputs[k], tensor) for item in others)]
+        fixed = [k for k in range(len(first.inputs)) if k not in mixable]
+        if not mixable or any(not torch.equal(bits(item.inputs[k]), bits(first.inputs[k]))
+                              for item in others for k in fixed):
+            return None
+        kinds = [blend_kind([item.inputs[k] for item in prepared]) for k in mixable]
+        contents = cls(prepared, mixable, kinds, seed)
+        second = prepared[1]
+        if second.expected is None:
+            second.expected = run_reference(second.instance, case)
+        contents.take(0, 1)  # set 0 holding set 1's inputs must give set 1's answer
+        got = run_reference(first.instance, case)
+        contents.take(0, 0)
+        if len(got) != len(second.expected) or not all(
+                all_close(e, g, tol) for e, g, tol in zip(second.expected, got, second.tolerances, strict=True)):
+            return None  # the reference does not read the tensors it was made with
+        return contents
+
+    def draw(self, s: int, rng: random.Random) -> Draw:
+        partner = rng.choice([p for p in range(len(self.prepared)) if p != s])
+        return Draw(partner, rng.randrange(OFFSETS), rng.uniform(WEIGHT_LOW, WEIGHT_HIGH))
+
+    def blend(self, s: int, draw: Draw) -> None:
+        """Set s's private inputs := lerp(set s, the partner, the draw's weights), in place (the reference reads
+        them)."""
+        for j, k in enumerate(self.mixable):
+            target, a, b = self.prepared[s].inputs[k], self.base[s][j], self.base[draw.partner][j]
+            work = target.dtype if target.dtype in self.weights else torch.float32
+            if self.kinds[j] == ELEMENTWISE:
+                weight: torch.Tensor | float = self.weights[work][draw.offset:draw.offset + target.numel()] \
+                    .view(target.shape)
+            else:
+                weight = draw.weight
+            if work == target.dtype:
+                torch.lerp(a, b, weight, out=target)
+            else:
+                target.copy_(torch.lerp(a.to(work), b.to(work), weight))
+
+    def take(self, s: int, source: int) -> None:
+        """Set s's private inputs := set `source`'s own (unblended) contents."""
+        for j, k in enumerate(self.mixable):
+            self.prepared[s].inputs[k].copy_(self.base[source][j])
+
+
+def bits(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's bytes as integers of its width (so NaN equals the same NaN)."""
+    return tensor.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[tensor.element_size()])
