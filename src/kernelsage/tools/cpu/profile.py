@@ -10,9 +10,9 @@ own place in the shared inputs.
    through a window at a random offset (one scalar weight for an input whose structure an element-wise blend
    would break). No call repeats another's contents and none lies in a space a few answers span, so nothing
    kept from earlier calls (answers, a model of the blend) serves a later one.
-2. Some timed calls, at random positions, get a whole instance made afresh by the task's own generator
-   (`unseen_calls`): its output is checked, and where contents repeat or a structure kept a scalar blend, a
-   kernel clearly slower on them than on the others, relative to the reference, kept something that paid
+2. Where contents repeat or a structure kept a scalar blend, some timed calls, at random positions, get a whole
+   instance made afresh by the task's own generator (`unseen_calls`): its output is checked, and a kernel
+   clearly slower on them than on the others, relative to the reference, kept something that paid
    (`timing.slower_on_unseen`): cached_result.
 3. The reference runs on the call's contents in the judge while the runner is frozen (SIGSTOP), so no thread of
    the candidate competes with it; its time is the judge's perf_counter around the call, and its output is
@@ -81,7 +81,6 @@ DEFAULT_SETS = 4  # at most; fewer (never under 2) when one set's inputs are lar
 INPUT_BUDGET = 32 << 20  # bytes of inputs the sets may take together before their number shrinks
 UNSEEN_BUDGET = 32 << 20  # bytes of inputs the unseen instances of one profile may take together
 MOST_UNSEEN = 16
-UNSEEN_WITH_FRESH = 2  # unseen calls where every input is blended element by element: output checks only
 UNSEEN_TRIAL = 1000  # seeds of unseen instances: case_seed(seed, UNSEEN_TRIAL + j, 0), apart from the sets'
 SAMPLED = 1024  # positions poisoned before, and fresh positions checked after, each call on a large output
 INPUT_SAMPLED = 256  # positions of each input checked unchanged after each call
@@ -147,11 +146,12 @@ def input_sets(most: int, set_bytes: int) -> int:
 
 
 def unseen_calls(elementwise: bool, set_bytes: int) -> int:
-    """How many timed calls get a whole instance no call had: where every input is blended element by element
-    nothing kept from earlier calls can pay, and a couple of them check outputs only; otherwise enough for
-    `slower_on_unseen` to tell (at least MIN_UNSEEN, more while their inputs fit UNSEEN_BUDGET)."""
+    """How many timed calls get a whole instance no call had: none where every input is blended element by
+    element (nothing kept from earlier calls can pay there, and verify already judged instances the generator
+    made), else enough for `slower_on_unseen` to tell (at least MIN_UNSEEN, more while their inputs fit
+    UNSEEN_BUDGET)."""
     if elementwise:
-        return UNSEEN_WITH_FRESH
+        return 0
     return max(MIN_UNSEEN, min(MOST_UNSEEN, UNSEEN_BUDGET // max(set_bytes, 1)))
 
 
@@ -235,6 +235,8 @@ class _Timed:
         started = time.perf_counter()
         expected = run_reference(item.instance, self.case)
         seconds = time.perf_counter() - started
+        if self.contents is None and data >= 0 and self.prepared[data].expected is None:
+            self.prepared[data].expected = expected  # a repeated set's answer, for the stale check
         return _Call(number, s, item, expected, seconds, data)
 
     def unseen_instance(self, s: int) -> Prepared:
