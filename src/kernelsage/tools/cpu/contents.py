@@ -83,6 +83,8 @@ class FreshContents:
     def __init__(self, prepared: list[Prepared], mixable: list[int], kinds: list[str], seed: int) -> None:
         self.prepared, self.mixable, self.kinds = prepared, mixable, kinds
         self.base = [[item.inputs[k].clone() for k in mixable] for item in prepared]
+        self.fixed = [[item.inputs[k].clone() for k in range(len(item.inputs)) if k not in mixable]
+                      for item in prepared]
         longest = max(prepared[0].inputs[k].numel() for k in mixable)
         generator = torch.Generator().manual_seed(seed)
         self.weights = {torch.float32: torch.rand(longest + OFFSETS, generator=generator)
@@ -140,6 +142,20 @@ class FreshContents:
                 torch.lerp(a, b, weight, out=target)
             else:
                 target.copy_(torch.lerp(a.to(work), b.to(work), weight))
+
+    def bind(self, inputs: list[torch.Tensor], shared: list[torch.Tensor]) -> None:
+        """Make a set's private inputs the shared ones the runner reads, storage and all: the blend then writes
+        where the kernel reads (no copy per call), and the reference, bound to those tensor objects, reads the
+        same. Safe because every call blends its whole inputs anew while the runner is frozen, before the
+        reference runs: nothing the kernel did to them (the runner maps them read-only) can reach it."""
+        for tensor, view in zip(inputs, shared, strict=True):
+            tensor.set_(view)
+
+    def restore(self, s: int) -> None:
+        """Set s's inputs that are not blended, back from the judge's copies (after something else sat there)."""
+        fixed = [k for k in range(len(self.prepared[s].inputs)) if k not in self.mixable]
+        for k, kept in zip(fixed, self.fixed[s], strict=True):
+            self.prepared[s].inputs[k].copy_(kept)
 
     def take(self, s: int, source: int) -> None:
         """Set s's private inputs := set `source`'s own (unblended) contents."""

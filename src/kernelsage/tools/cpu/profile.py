@@ -17,8 +17,9 @@ own place in the shared inputs.
 3. The reference runs on the call's contents in the judge while the runner is frozen (SIGSTOP), so no thread of
    the candidate competes with it; its time is the judge's perf_counter around the call, and its output is
    this call's expected answer.
-4. The contents are written to set s's place in the shared inputs (every call, so each finds its inputs just
-   written), the call's output slot (one whose previous content is another call's answer) is poisoned (small
+4. The contents are in set s's place in the shared inputs, written just before the call (fresh contents are
+   blended there in place, the reference reading them while the runner is frozen; repeated and unseen ones
+   are copied there from the judge's private copies), the call's output slot (one whose previous content is another call's answer) is poisoned (small
    outputs in full, large ones at random positions), the runner is resumed and asked to run ks_kernel on set s.
    Its time runs from the request to the moment the runner is frozen again after its reply (so work its threads
    do after the reply is timed), minus the same interval for an empty request, calibrated before the library
@@ -117,6 +118,11 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
         define_sets(runner, prepared)
         judge.phase("reference")
         contents = FreshContents.build(prepared, case, seed)
+        if contents is not None:
+            judge.phase("harness")
+            for item in prepared:  # blends are written where the runner reads them, and the reference reads them
+                contents.bind(item.inputs, judge.write_inputs(item))
+            judge.phase("reference")
         unseen = unseen_calls(contents is not None and contents.elementwise, set_bytes)
         timed = _Timed(judge, runner, prepared, slot, seed, task, output_check(task, case), contents)
         timed.run(int(payload["warmup"]), int(payload["reps"]), unseen)
@@ -165,6 +171,7 @@ class _Call:
     expected: tuple[torch.Tensor, ...]
     reference_s: float
     data: int  # which input set's contents (-1: an unseen instance)
+    inputs_before: list[tuple[torch.Tensor, torch.Tensor]] = dataclasses.field(default_factory=list)
     slot: int = 0
     code: int = 0
     outputs: list[torch.Tensor] = dataclasses.field(default_factory=list)
@@ -256,7 +263,9 @@ class _Timed:
         the runner frozen; its time."""
         judge, runner = self.judge, self.runner
         judge.phase("harness")
-        judge.write_inputs(call.item)  # every call, so each finds its inputs just written, unseen or not
+        if self.contents is None or call.data < 0:  # blends are written in place: every call finds fresh writes
+            judge.write_inputs(call.item)
+        call.inputs_before = self.inputs_sample(call.item)
         # whose answer the slot will hold: a call's own with fresh contents, an unseen instance's, or a set's
         owner = call.number if self.contents is not None else -1 - call.number if call.data < 0 else call.data
         call.slot, holds_answer = self.choose_slot(owner, call.number)
@@ -271,6 +280,8 @@ class _Timed:
         self.check(call)
         if call.data >= 0:
             self.answers[call.set_id] = (call.number, call.expected)
+        elif self.contents is not None:
+            self.contents.restore(call.set_id)  # the unseen instance overwrote the set's inputs
         return seconds
 
     def swapped(self) -> list[int]:
@@ -354,14 +365,24 @@ class _Timed:
             [compare_at(answer[index], output, positions, call.item.tolerances[index], -1)])
             is Status.OK for answer in others)
 
-    def check_inputs(self, call: _Call) -> None:
-        """The shared inputs still hold what the judge wrote, at random positions after every call (the runner
-        maps them read-only: this is the second line)."""
+    def inputs_sample(self, item: Prepared) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Random positions of every input and what the judge wrote there, taken before the call."""
         assert self.judge.arena is not None
-        for index, (place, private) in enumerate(zip(call.item.input_places, call.item.inputs, strict=True)):
+        sample = []
+        for place in item.input_places:
             view = self.judge.arena.inputs.tensor(place.offset, place.dtype, place.shape)
             chosen = self.positions(view, INPUT_SAMPLED)
-            if view.numel() and not torch.equal(bits(gather(view, chosen)), bits(gather(private, chosen))):
+            sample.append((chosen, bits(gather(view, chosen)).clone() if view.numel() else chosen))
+        return sample
+
+    def check_inputs(self, call: _Call) -> None:
+        """The shared inputs still hold, at positions the kernel could not know, what they held before the call
+        (the runner maps them read-only: this is the second line)."""
+        assert self.judge.arena is not None
+        for index, (place, (chosen, before)) in enumerate(zip(call.item.input_places, call.inputs_before,
+                                                              strict=True)):
+            view = self.judge.arena.inputs.tensor(place.offset, place.dtype, place.shape)
+            if view.numel() and not torch.equal(bits(gather(view, chosen)), before):
                 name = list(call.item.instance.inputs)[index]
                 raise CheckFailed(Status.INPUT_MODIFIED, f"the kernel modified its input {index} ({name})")
 
