@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,48 @@ def test_a_runtime_only_sandbox_holds_only_the_files_it_names(isolation):
     assert seen and all(Path(line).name in names or Path(line).is_dir() for line in seen), sorted(seen)
     assert not any("libz" in line or "python" in line or line.startswith("/etc/") for line in seen), sorted(seen)
     assert any(Path(line).name == "libgomp.so.1" for line in seen), sorted(seen)
+
+
+def reachable(path: Path) -> Path:
+    """`path`, made here and traversable by the sandbox's own user (as the backend arranges for its own)."""
+    path.mkdir()
+    path.chmod(0o755)
+    for parent in path.parents:
+        if parent == Path(tempfile.gettempdir()) or parent == Path("/"):
+            break
+        parent.chmod(parent.stat().st_mode | 0o111)
+    return path
+
+
+def test_the_compilers_sandbox_holds_the_toolchain_and_nothing_else_of_usr(isolation, tmp_path):
+    """The build's view: the compiler, its programs and libraries, the C and C++ standard library headers,
+    and no other library's headers, no /usr/share, no /etc (here plus a shell to look around)."""
+    from kernelsage.tools.cpu.binaries import interpreter
+    from kernelsage.tools.cpu.build import DEFAULT_FLAGS, compile_command
+    from kernelsage.tools.cpu.compiler_view import C_LIBRARY_HEADERS, compiler_view, option_flags, path_mounts
+
+    home = reachable(tmp_path / "view")
+    view = compiler_view("g++", option_flags(compile_command("g++", DEFAULT_FLAGS, "k.cpp")[1:]), (), str(home))
+    shell = os.path.realpath("/bin/sh")
+    extra = [*path_mounts(shell), *path_mounts(interpreter(Path(shell).read_bytes()))]
+    script = ("g++ --version; echo ---; for f in /usr/* /usr/include/* /usr/include/*/* /usr/lib/* "
+              "/usr/share/* /etc/* /usr/local/*; do echo \"$f\"; done")
+    command = sandboxed(isolation, [shell, "-c", script], env={"PATH": "/usr/bin:/bin"},
+                        system_mounts=[*view, *extra])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False,
+                          **popen_options(isolation))
+    assert done.returncode == 0, done.stderr
+    version, listing = done.stdout.split("---")
+    assert "g++" in version
+    seen = {line for line in listing.split() if "*" not in line}
+    assert {"/usr/bin", "/usr/include", "/usr/lib"} <= seen and not any(
+        line.startswith(("/usr/share/", "/etc/", "/usr/local/")) for line in seen), sorted(seen)
+    include = {line.split("/")[3] for line in seen if line.startswith("/usr/include/")}
+    assert include - C_LIBRARY_HEADERS <= {"c++", "x86_64-linux-gnu", "aarch64-linux-gnu"}, sorted(include)
+    multiarch = {line.split("/")[4] for line in seen if line.count("/") == 4 and "-linux-gnu/" in line}
+    assert multiarch - C_LIBRARY_HEADERS <= {"c++"}, sorted(multiarch)  # no python3.x, openssl, openblas...
+    assert {"stdio.h", "linux", "c++"} <= include and "sys" in include | multiarch
+    assert {line for line in seen if line.startswith("/usr/lib/")} <= {
+        "/usr/lib/gcc", "/usr/lib/locale", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64"}, sorted(seen)
+    assert not any("python" in line or "eigen" in line for line in seen)

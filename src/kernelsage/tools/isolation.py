@@ -4,7 +4,8 @@
 program isolated: all namespaces unshared (user, pid, net, ipc, uts, cgroup; no nested user namespaces),
 uid/gid 65534 with every capability dropped, a new session, an empty environment plus an explicit one,
 read-only /usr (and the /bin, /lib... links to it; or, for a program that needs nothing but its shared
-libraries, only those files: `system_files`), its own /proc and a minimal /dev, a small private /tmp, and
+libraries, only those files: `system_files`; or exactly the mounts a caller lists, such as the compiler's
+view: `system_mounts`), its own /proc and a minimal /dev, a small private /tmp, and
 only the binds the caller names: never /etc, /root, the home, the project or the build cache. Resource
 limits (address space, CPU time, file size, processes, no core files) are set by util-linux's `prlimit`
 before bubblewrap starts, so every process of the sandbox inherits them. As root, bubblewrap itself runs as
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +35,10 @@ SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 PROBE_TIMEOUT_S = 20.0
 MIN_VERSION = (0, 5, 0)  # --size, --perms
 DISABLE_USERNS_VERSION = (0, 8, 0)
+# One piece of a sandbox's file system: ("ro-bind", host path, sandbox path) or ("symlink", link text, sandbox
+# path). Plain data, so a view computed by the worker reaches the job that uses it as it is.
+Mount = tuple[str, str, str]
+MOUNT_FLAGS = {"ro-bind": "--ro-bind", "symlink": "--symlink"}
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -168,31 +174,56 @@ def _system_mounts() -> list[str]:
     return args
 
 
-def runtime_mounts(files: Sequence[str]) -> list[str]:
-    """Only these files of the system (each bound read-only where the dynamic loader looks for it: its
-    directory resolved, its own name kept), plus the /bin, /lib... links: nothing else of /usr exists."""
+def link_mounts() -> list[str]:
+    """The /bin, /lib... links to /usr of a merged-/usr system, as links (what they lead to is bound apart)."""
     args = []
     for name in SYSTEM_LINKS:
         path = Path("/", name)
         if path.is_symlink():
             args += ["--symlink", os.readlink(path), str(path)]
+    return args
+
+
+def runtime_mounts(files: Sequence[str]) -> list[str]:
+    """Only these files of the system (each bound read-only where the dynamic loader looks for it: its
+    directory resolved, its own name kept), plus the /bin, /lib... links: nothing else of /usr exists."""
+    args = link_mounts()
     for file in files:
         where = Path(os.path.realpath(Path(file).parent)) / Path(file).name
         args += ["--ro-bind", os.path.realpath(file), str(where)]
     return args
 
 
+def mount_args(mounts: Sequence[Sequence[str]]) -> list[str]:
+    """bubblewrap's arguments for these mounts, in order, after the /bin, /lib... links; a target named twice
+    is mounted once, as first named (bubblewrap refuses a second symlink on a path)."""
+    args, seen = link_mounts(), set()
+    for kind, source, target in mounts:
+        if target not in seen:
+            seen.add(target)
+            args += [MOUNT_FLAGS[kind], source, target]
+    return args
+
+
+def _system_view(system_files: Sequence[str] | None, system_mounts: Sequence[Sequence[str]] | None) -> list[str]:
+    if system_mounts is not None:
+        return mount_args(system_mounts)
+    return _system_mounts() if system_files is None else runtime_mounts(system_files)
+
+
 def sandboxed(isolation: Isolation, command: Sequence[str], *, env: Mapping[str, str],
               limits: Rlimits | None = None, ro_binds: Sequence[tuple[str, str]] = (),
               rw_binds: Sequence[tuple[str, str]] = (), data_files: Sequence[tuple[int, str, int]] = (),
               chdir: str = "/", tmp_bytes: int = 64 << 20, info_fd: int | None = None,
-              system_files: Sequence[str] | None = None) -> list[str]:
+              system_files: Sequence[str] | None = None,
+              system_mounts: Sequence[Sequence[str]] | None = None) -> list[str]:
     """The command line that runs `command` isolated (or merely limited, at level "none").
 
     `ro_binds` / `rw_binds` are (host path, sandbox path); `data_files` are (fd, sandbox path, mode): bubblewrap
     copies the fd's contents into a read-only file. Pass the fds with `pass_fds` and `popen_options`.
     `system_files`, when given, replaces the read-only system directories by these files alone (see
     `runtime_mounts`): a program that needs only its shared libraries finds nothing else to open or load.
+    `system_mounts`, when given, replaces them by exactly these `Mount`s (plus the /bin, /lib... links).
     """
     if not isolation.available:
         return [*limits_prefix(limits), *command]
@@ -200,7 +231,8 @@ def sandboxed(isolation: Isolation, command: Sequence[str], *, env: Mapping[str,
     args = [isolation.bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
             "--unshare-cgroup-try", *nested, "--uid", str(SANDBOX_ID), "--gid", str(SANDBOX_ID),
             "--hostname", "kernelsage", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
-            *(_system_mounts() if system_files is None else runtime_mounts(system_files)), "--proc", "/proc", "--dev", "/dev", "--size", str(int(tmp_bytes)), "--tmpfs", "/tmp"]
+            *_system_view(system_files, system_mounts), "--proc", "/proc", "--dev", "/dev",
+            "--size", str(int(tmp_bytes)), "--tmpfs", "/tmp"]
     for source, target in ro_binds:
         args += ["--ro-bind", source, target]
     for source, target in rw_binds:
@@ -219,6 +251,25 @@ def popen_options(isolation: Isolation) -> dict[str, Any]:
     if not isolation.available or isolation.user is None:
         return {}
     return {"user": isolation.user, "group": isolation.user, "extra_groups": []}
+
+
+def reachable_by_others(path: str) -> bool:
+    """Whether a user with no rights of its own (the sandbox's uid 65534) can reach and read `path`: every
+    directory above it searchable by others, the path itself readable by others. bubblewrap resolves every
+    path it binds as that user, so nothing else can be shown to a sandbox that runs as uid 65534."""
+    real = Path(os.path.realpath(path))
+    try:
+        if any(not os.stat(parent).st_mode & 0o001 for parent in real.parents):
+            return False
+        mode = os.stat(real).st_mode
+    except OSError:
+        return False
+    return bool(mode & 0o004) and (not stat.S_ISDIR(mode) or bool(mode & 0o001))
+
+
+def reachable_by_sandbox(path: str, isolation: Isolation) -> bool:
+    """Whether the sandbox's host user can reach `path` (always, when it runs as ourselves)."""
+    return isolation.user is None or reachable_by_others(path)
 
 
 def give_to_sandbox(path: Path, isolation: Isolation, *, within: Path) -> None:

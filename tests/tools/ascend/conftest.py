@@ -66,3 +66,19 @@ def standin_backend(tmp_path_factory: pytest.TempPathFactory, standin_toolchain:
                             unsafe_no_isolation=not detect().available)
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session")
+def hidden_python() -> list[str]:
+    """The parts of this Python the sandbox's user cannot reach (under /root: the backend mirrors them);
+    skips a test that needs a device run where they cannot be mirrored, with the backend's own reason."""
+    from kernelsage.tools.ascend.python_mirror import unmirrorable
+    from kernelsage.tools.ascend.sandboxing import python_paths
+    from kernelsage.tools.isolation import reachable_by_others
+
+    isolation = detect()
+    hidden = [p for p in python_paths() if not reachable_by_others(p)] if isolation.user is not None else []
+    problem = unmirrorable(hidden)
+    if problem:
+        pytest.skip(problem)
+    return hidden

@@ -158,10 +158,12 @@ def test_builds_of_different_candidates_run_side_by_side(standin_backend: Ascend
     assert spec["artifact"]["backend"] == "ascend"
 
 
-def test_verify_and_profile_without_torch_npu_blame_the_host(standin_backend: AscendBackend) -> None:
+def test_verify_and_profile_without_torch_npu_blame_the_host(standin_backend: AscendBackend,
+                                                             hidden_python: list[str]) -> None:
     """The judge's whole path (reference on the CPU, the candidate staged into the job, the device run in
     the sandbox, the verdict) on a host whose Python has no torch_npu: the run cannot start the NPU
-    runtime, which is the host's fault, not the candidate's."""
+    runtime, which is the host's fault, not the candidate's. A Python under /root (`hidden_python`) is
+    mirrored for the sandbox, as the backend does."""
     from kernelsage.tasks.loaders import find_task, load_suite
 
     built = standin_backend.compile(Candidate(task_id="l1_relu", files={"kernel.cpp": DIRECT_KERNEL}))

@@ -280,24 +280,28 @@ def test_builds_of_one_candidate_stored_at_once_leave_one_intact_artifact(tmp_pa
 
 @pytest.mark.parametrize("bind_missing_path", [False, True])
 def test_blame_for_a_device_run_follows_whether_the_sandbox_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     request: pytest.FixtureRequest,
+                                                                     hidden_python: list[str],
                                                                      bind_missing_path: bool) -> None:
     """Whether the sandboxed runner started is told by the runner itself, before any candidate code runs: a
     sandbox bubblewrap could not set up (here: a path to bind that does not exist) is the harness's failure,
     and a runner that started reports for itself (here: no torch_npu, so no NPU runtime)."""
     import dataclasses
+    import sys
     import tempfile
 
     from kernelsage.tools.ascend import jobs
-    from kernelsage.tools.ascend.sandboxing import python_paths, reachable_by_others
+    from kernelsage.tools.ascend.python_mirror import PythonMirror
+    from kernelsage.tools.ascend.sandboxing import python_paths
     from kernelsage.tools.ascend.store import tree_digest
     from kernelsage.tools.isolation import detect
 
     isolation = detect()
     if not isolation.available:
         pytest.skip(f"needs bubblewrap: {isolation.problem}")
-    hidden = [p for p in python_paths() if not reachable_by_others(p)] if isolation.user is not None else []
-    if hidden and not bind_missing_path:
-        pytest.skip(f"the sandbox's user cannot read this Python ({', '.join(hidden)}), as the backend would say")
+    hidden = hidden_python
+    mirror = PythonMirror()  # as the backend does for a Python under /root
+    request.addfinalizer(mirror.close)
     tmp_path.chmod(0o755)  # the sandbox's own user must reach the job directory, as the backend arranges
     for parent in tmp_path.parents:
         if parent == Path(tempfile.gettempdir()):
@@ -312,7 +316,9 @@ def test_blame_for_a_device_run_follows_whether_the_sandbox_started(tmp_path: Pa
     monkeypatch.chdir(job)
     payload = {"isolation": dataclasses.asdict(isolation), "env": {}, "device": 0, "custom_opp": "",
                "artifact": str(artifact), "artifact_sha256": tree_digest(artifact),
-               "read_only": [*python_paths(), *(["/no/such/path/anywhere"] if bind_missing_path else [])],
+               "read_only": [*(p for p in python_paths() if p not in hidden),
+                             *(["/no/such/path/anywhere"] if bind_missing_path else [])],
+               "mirrored": mirror.binds(hidden, sys.path, isolation.user),
                "limits": {"wall_s": 60.0, "memory_bytes": 8 << 30, "cpu_s": 60, "file_bytes": 1 << 30}}
     run = jobs.run_device(payload, {"mode": "verify"}, sandbox=True)
     assert run.sandbox_started is not bind_missing_path, run.stderr_tail

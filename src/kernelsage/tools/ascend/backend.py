@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import secrets
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ from kernelsage.tools.ascend.devices import (
     selected_devices,
 )
 from kernelsage.tools.ascend.glue import MODULE_FILE, HostHeaders, host_headers
+from kernelsage.tools.ascend.python_mirror import PythonMirror
 from kernelsage.tools.ascend.sandboxing import python_paths, reachable_by_others, read_only_paths
 from kernelsage.tools.ascend.store import AscendCache
 from kernelsage.tools.ascend.toolchain import Toolchain, ToolchainProblem, detect_toolchain
@@ -95,6 +97,7 @@ class AscendBackend(IsolatedBackend):
                                      cache=self._cache, limits=self.compile_limits, platform=self.platform,
                                      workers=build_workers or len(self.pool.devices))
         self._device_sandboxes = {device: Sandbox(threads=1, preload=(JOBS,)) for device in self.pool.devices}
+        self._python_mirror = PythonMirror()
 
     @property
     def platform(self) -> str:
@@ -105,10 +108,19 @@ class AscendBackend(IsolatedBackend):
         for sandbox in self._device_sandboxes.values():
             sandbox.close()
         self.builder.close()
+        self._python_mirror.close()
 
     def compile(self, candidate: Candidate) -> CompileResult:
         """Layout and safeguard checks, then a verified cached build or a fresh isolated one."""
-        return self.builder.compile(candidate, self.isolation)
+        return self.builder.compile(candidate, self.isolation, self._mirrored(self.isolation))
+
+    def _mirrored(self, isolation: Isolation) -> list[tuple[str, str]]:
+        """The Python environment's parts the sandbox's user cannot reach (under /root), as mirrors to bind
+        where they are (`python_mirror`); none when the sandbox runs as ourselves."""
+        if isolation.user is None:
+            return []
+        hidden = [p for p in python_paths() if not reachable_by_others(p)]
+        return self._python_mirror.binds(hidden, sys.path, isolation.user) if hidden else []
 
     # verify and profile ----------------------------------------------------------------------------------
 
@@ -123,12 +135,7 @@ class AscendBackend(IsolatedBackend):
                                "kernelsage.tasks.loaders.load_suite so the sandbox can load it too")
         root = Path(artifact.path)
         isolation = self.isolation
-        if isolation.user is not None:
-            hidden = [p for p in python_paths() if not reachable_by_others(p)]
-            if hidden:
-                raise BackendError(f"the sandboxed device run (uid {isolation.user}) cannot read the Python "
-                                   f"environment at {', '.join(hidden)}: install kernelsage into an environment "
-                                   "other users can read (e.g. python -m venv /opt/kernelsage) and run it from there")
+        mirrored = self._mirrored(isolation)
         route = DIRECT if not (root / commands.OPGEN_INSTALL).exists() else "msopgen"
         vendor = root / commands.OPGEN_INSTALL / "vendors" / commands.OPGEN_VENDOR
         return {"module": str(root / MODULE_FILE), "artifact": str(root), "artifact_sha256": artifact.sha256,
@@ -137,6 +144,7 @@ class AscendBackend(IsolatedBackend):
                 "device": device, "soc": self.soc, "memory": list(core_memory(self.soc)),
                 "workspace_bytes": self.workspace_bytes, "env": dict(self.toolchain.environment),
                 "read_only": read_only_paths(self.toolchain.ascend_home, other_user=isolation.user is not None),
+                "mirrored": mirrored,
                 "isolation": dataclasses.asdict(isolation), "limits": dataclasses.asdict(self.run_limits),
                 "task": {"id": task.id, "origin": dataclasses.asdict(task.origin)}}
 

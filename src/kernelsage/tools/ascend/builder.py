@@ -15,7 +15,7 @@ import queue
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -80,8 +80,10 @@ class AscendBuilder:
                                "glue": DIRECT_GLUE.read_text(), "headers": dataclasses.asdict(self.headers)})
         return hashlib.sha256(material.encode()).hexdigest()[:32]
 
-    def compile(self, candidate: Candidate, isolation: Isolation) -> CompileResult:
-        """Layout and safeguard checks, then a verified cached build or a fresh isolated one."""
+    def compile(self, candidate: Candidate, isolation: Isolation,
+                mirrored: Sequence[tuple[str, str]] = ()) -> CompileResult:
+        """Layout and safeguard checks, then a verified cached build or a fresh isolated one (`mirrored`: the
+        Python environment's parts the sandbox's user cannot reach, as mirrors: `python_mirror`)."""
         try:
             layout = classify_layout(candidate.files)
             signature = None if layout.route == DIRECT else parse_op_signature(
@@ -114,6 +116,7 @@ class AscendBuilder:
                 payload = {"steps": [[s.name, list(s.argv)] for s in steps], "env": dict(self.toolchain.environment),
                            "read_only": read_only_paths(self.toolchain.ascend_home,
                                                         other_user=isolation.user is not None),
+                           "mirrored": [list(pair) for pair in mirrored],
                            "isolation": dataclasses.asdict(isolation),
                            "limits": dataclasses.asdict(self.limits)}
                 limits = dataclasses.replace(self.limits, isolate_network=not isolation.available)

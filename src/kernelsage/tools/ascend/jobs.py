@@ -65,7 +65,7 @@ def build(payload: dict[str, Any], task: Task | None, emit: Emit) -> None:
     env = {**payload["env"], "HOME": "/tmp", "TMPDIR": "/tmp"}
     if not isolation.available:
         env.update(HOME=str(build_dir), TMPDIR=str(build_dir))
-    ro = [(path, path) for path in payload["read_only"]]
+    ro = [(path, path) for path in payload["read_only"]] + [(m, p) for m, p in payload.get("mirrored", ())]
     started = time.perf_counter()
     log: list[str] = []
     data: dict[str, Any] = {"returncode": 0, "failed_step": ""}
@@ -121,7 +121,8 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
     info_read = info_write = -1
     if sandbox:
         nodes = device_nodes([int(payload["device"])])
-        ro = [(path, path) for path in payload["read_only"]]
+        # the environment's readable parts, and mirrors of those the sandbox's user cannot reach (python_mirror)
+        ro = [(path, path) for path in payload["read_only"]] + [(m, p) for m, p in payload.get("mirrored", ())]
         if isolation.available:  # the runner writes here first thing, so a sandbox that never stood shows
             info_read, info_write = os.pipe()
             argv.append(str(info_write))

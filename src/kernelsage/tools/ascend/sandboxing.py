@@ -1,7 +1,8 @@
 """What the isolation of Ascend work adds to the shared bubblewrap sandbox (`kernelsage.tools.isolation`).
 
 Compilers and the candidate's device run see, read-only, the CANN installation, the driver's libraries and
-the Python environment (torch, torch_npu, kernelsage); the candidate's run additionally gets the NPU device
+the Python environment (torch, torch_npu, kernelsage; where it lies under a home the sandbox's user cannot
+enter, as a mirror: `python_mirror`); the candidate's run additionally gets the NPU device
 nodes it needs (its /dev/davinci<N>, davinci_manager, devmm_svm, hisi_hdc) and nothing else of /dev. As
 root, the sandbox runs as uid 65534 with the device nodes' group added, so it may open them and nothing
 more.
@@ -10,30 +11,16 @@ more.
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelsage.tools.isolation import Isolation, popen_options
+from kernelsage.tools.isolation import Isolation, popen_options, reachable_by_others
 
 ASCEND_ROOTS = ("/usr/local/Ascend",)
 DRIVER_FILES = ("/etc/ascend_install.info",)  # where the runtime finds the driver's install directory
 SYSTEM_PREFIXES = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
-
-
-def reachable_by_others(path: str) -> bool:
-    """Whether a user with no rights of its own (the sandbox's uid 65534) can reach and read `path`: every
-    directory above it searchable by others, the path itself readable by others."""
-    real = Path(os.path.realpath(path))
-    try:
-        if any(not os.stat(parent).st_mode & 0o001 for parent in real.parents):
-            return False
-        mode = os.stat(real).st_mode
-    except OSError:
-        return False
-    return bool(mode & 0o004) and (not stat.S_ISDIR(mode) or bool(mode & 0o001))
 
 
 def _outermost(paths: Iterable[str]) -> list[str]:

@@ -1,7 +1,9 @@
 """Building a CPU candidate: the compiler command, the cache key, and the build cache directory.
 
-The build itself runs isolated (`kernelsage.tools.cpu.jobs.build`): the compiler sees the system directories
-read-only and only the job's build directory writable, so `#include "/etc/passwd"` finds nothing.
+The build itself runs isolated (`kernelsage.tools.cpu.jobs.build`): the compiler sees, read-only, only the
+toolchain (`compiler_view`: its programs and libraries, the C and C++ standard library headers; no other
+library's headers, no /usr/share, nothing of /etc) and, writable, only the job's build directory, so
+`#include "/etc/passwd"` or `<python3.11/Python.h>` and `.incbin "/usr/share/..."` find nothing.
 """
 
 from __future__ import annotations

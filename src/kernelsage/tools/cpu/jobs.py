@@ -1,15 +1,19 @@
 """What a worker's child does for the cpu backend: build, verify, profile. The child is trusted (the judge);
 untrusted work (the compiler on the candidate's source, the candidate's code) runs in sandboxes it starts.
 
-`prepare` runs in the worker before the fork and loads (and caches) the task, so each child starts with it.
+`prepare` runs in the worker before the fork: it loads (and caches) the task, so each child starts with it, and
+for a build it works out (once per compiler) the compiler's view of the system, the only files its sandbox
+holds (`compiler_view`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,9 +25,17 @@ from kernelsage.tools.cpu import judge
 from kernelsage.tools.cpu import profile as profiling
 from kernelsage.tools.cpu.binaries import sealed_memfd
 from kernelsage.tools.cpu.build import locale
+from kernelsage.tools.cpu.compiler_view import compiler_view, option_flags
 from kernelsage.tools.cpu.symbols import forbidden_links, needed_libraries, undefined_symbols
 from kernelsage.tools.diagnostics import keep_start
-from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
+from kernelsage.tools.isolation import (
+    Isolation,
+    Mount,
+    Rlimits,
+    popen_options,
+    reachable_by_sandbox,
+    sandboxed,
+)
 
 Emit = Callable[[dict[str, Any]], None]
 _TASKS: dict[tuple[str, str, str, float, str], Task] = {}
@@ -32,8 +44,13 @@ LOG_LIMIT = 20000  # characters of compiler output kept: its start (the first er
 TOOL_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"}
 
 
-def prepare(payload: dict[str, Any]) -> Task | None:
-    """Load the job's task in the worker (cached while its file is unchanged)."""
+def prepare(payload: dict[str, Any]) -> Task | tuple[Mount, ...] | None:
+    """Load the job's task in the worker (cached while its file is unchanged); for an isolated build, the
+    compiler's view instead (cached per compiler, flags and locale)."""
+    if "command" in payload and payload["isolation"]["level"] == "bubblewrap":
+        command = payload["command"]
+        home = tree_home() if reachable_by_sandbox(tree_home(), Isolation(**payload["isolation"])) else ""
+        return compiler_view(command[0], option_flags(command[1:]), tuple(sorted(locale().items())), home)
     if "task" not in payload:
         return None
     origin = TaskOrigin(**payload["task"]["origin"])
@@ -41,6 +58,15 @@ def prepare(payload: dict[str, Any]) -> Task | None:
     if key not in _TASKS:
         _TASKS[key] = load_task(origin, payload["task"]["id"])
     return _TASKS[key]
+
+
+@functools.lru_cache(maxsize=1)
+def tree_home() -> str:
+    """Where this worker keeps the compiler's header tree: its own temporary directory (the sandbox's root,
+    which the backend lets the sandbox's user traverse, and removes with the worker)."""
+    home = tempfile.mkdtemp(prefix="compiler-view-")
+    os.chmod(home, 0o755)
+    return home
 
 
 def read_library(path: Path) -> bytes:
@@ -64,8 +90,9 @@ def _tool_env(isolation: Isolation, workdir: Path) -> dict[str, str]:
     return env if isolation.available else {**env, "TMPDIR": str(workdir)}
 
 
-def build(payload: dict[str, Any], context: Any, emit: Emit) -> None:
-    """Compile the sources already in ./build inside the sandbox, then inspect what the library links."""
+def build(payload: dict[str, Any], context: tuple[Mount, ...] | None, emit: Emit) -> None:
+    """Compile the sources already in ./build inside the sandbox, which holds only the compiler's view of the
+    system (`context`, from `prepare`), then inspect what the library links."""
     emit({"kind": "phase", "phase": "compile"})
     isolation = Isolation(**payload["isolation"])
     limits = payload["limits"]
@@ -75,7 +102,8 @@ def build(payload: dict[str, Any], context: Any, emit: Emit) -> None:
                       file_bytes=int(limits["file_bytes"]), processes=512)
     env = _tool_env(isolation, workdir)
     command = sandboxed(isolation, payload["command"], env=env, limits=rlimits,
-                        rw_binds=[(str(build_dir), "/build")], chdir="/build", tmp_bytes=1 << 30)
+                        rw_binds=[(str(build_dir), "/build")], chdir="/build", tmp_bytes=1 << 30,
+                        system_mounts=context)
     started = time.perf_counter()
     try:
         completed = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False,
