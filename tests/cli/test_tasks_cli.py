@@ -131,3 +131,81 @@ def test_a_run_s_settings_do_not_outlive_it(monkeypatch: pytest.MonkeyPatch) -> 
     with exported_settings("2MiB", 512, None):
         assert os.environ[SHAPE_BUDGET_ENV] == "2MiB" and os.environ[MEMORY_LIMIT_ENV] == "512"
     assert os.environ[SHAPE_BUDGET_ENV] == "1MiB" and MEMORY_LIMIT_ENV not in os.environ
+
+
+def test_tasks_list_labels_npukernelbench_levels_from_the_level_folder(tmp_path):
+    done = kernelsage("tasks", "list", "--suite", str(FIXTURES / "npukernelbench" / "tasks" / "level3"), "--json",
+                      cache=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listing = json.loads(done.stdout.splitlines()[-1])
+    assert {(t["id"], t["level"]) for t in listing["tasks"]} == {("Compare/LessEqualPair", 3),
+                                                                 ("Creation/FillScalar", 3)}
+
+
+def test_tasks_show_names_the_tolerance_and_where_it_comes_from(tmp_path):
+    shown = kernelsage("tasks", "show", "level1/1_Scaled_Tanh", "--suite", str(FIXTURES / "kernelbench"), "--json",
+                       cache=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    tolerance = json.loads(shown.stdout.splitlines()[-1])["tolerance"]
+    assert tolerance["rule"] == "KernelBench" and "src/eval.py" in tolerance["source"]
+    assert tolerance["by_dtype"]["float32"] == {"atol": 0.01, "rtol": 0.01}
+    text = kernelsage("tasks", "show", "level2/Norm/RmsNormCustom", "--suite", str(FIXTURES / "npukernelbench"),
+                      "--tolerance", "1e-4", cache=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert ("tolerance: floats: atol 0.0001, rtol 0.0001; integers and bool: exact (stricter for this run than "
+            "NPUKernelBench's rule: base_config.yaml") in text.stdout
+
+
+def test_tasks_show_reads_only_its_task_and_says_why_it_does_not_load(tmp_path):
+    broken = kernelsage("tasks", "show", "level1/2_No_Inputs_Function", "--suite", str(FIXTURES / "kernelbench"),
+                        cache=tmp_path)
+    assert broken.returncode == 2 and "no get_inputs() function" in broken.stderr
+    assert broken.stderr.strip().count("\n") == 0 and "Traceback" not in broken.stderr
+
+
+# A scaled tanh 0.4% too large: within KernelBench's relative tolerance (1e-2), outside 1e-3.
+SCALED_TANH_OFF = """#include "kernelsage_cpu.h"
+#include <cmath>
+#include <cstdint>
+
+int ks_kernel(const ks_tensor* inputs, int n_inputs, ks_tensor* outputs, int n_outputs,
+              const ks_attr* attrs, int n_attrs) {
+    const float* x = (const float*)inputs[0].data;
+    float* y = (float*)outputs[0].data;
+    const float scale = (float)ks_attr_float(attrs, n_attrs, "scale", 1.0);
+    for (int64_t i = 0; i < ks_numel(&inputs[0]); ++i) y[i] = std::tanh(x[i]) * scale * 1.004f;
+    return 0;
+}
+"""
+
+
+def test_check_judges_by_the_suite_s_rule_unless_the_run_asks_for_a_stricter_one(tmp_path):
+    source = tmp_path / "scaled_tanh.cpp"
+    source.write_text(SCALED_TANH_OFF)
+    check = ("check", "--task", "level1/1_Scaled_Tanh", "--suite", str(FIXTURES / "kernelbench"), "--source",
+             str(source), "--json")
+    default = kernelsage(*check, cache=tmp_path)
+    verify = json.loads(default.stdout.splitlines()[-1])["verify"]
+    assert verify["correct"] is True, default.stderr
+    assert {(c["atol"], c["rtol"]) for c in verify["cases"]} == {(0.01, 0.01)}
+    strict = kernelsage(*check, "--tolerance", "1e-3", cache=tmp_path)
+    assert strict.returncode == 1
+    verify = json.loads(strict.stdout.splitlines()[-1])["verify"]
+    assert verify["correct"] is False and {(c["atol"], c["rtol"]) for c in verify["cases"]} == {(1e-3, 1e-3)}
+    loose = kernelsage(*check, "--tolerance", "0.05", cache=tmp_path)
+    assert loose.returncode == 2 and loose.stderr.strip().count("\n") == 0
+    assert "looser than KernelBench's rule for level1/1_Scaled_Tanh" in loose.stderr
+
+
+def test_a_run_s_tolerance_goes_through_the_environment_for_that_run_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelsage.cli.task_options import TOLERANCE_ENV, exported_settings
+    from kernelsage.errors import ConfigurationError
+    from kernelsage.tasks import tolerance
+
+    assert TOLERANCE_ENV == tolerance.TOLERANCE_ENV  # the variable the suite loader reads
+    monkeypatch.delenv(TOLERANCE_ENV, raising=False)
+    with exported_settings(None, None, None, "1e-5"):
+        assert os.environ[TOLERANCE_ENV] == "1e-5"
+    assert TOLERANCE_ENV not in os.environ
+    with pytest.raises(ConfigurationError, match="tolerance 'tight'"), exported_settings(None, None, None, "tight"):
+        pass  # refused before the run starts

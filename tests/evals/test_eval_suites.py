@@ -43,6 +43,24 @@ def test_eval_scores_kernels_named_by_nested_ids(tmp_path: Path) -> None:
     assert by_level["1"]["er"]["n"] == 1 and by_level["2"]["er"]["n"] == 0
 
 
+def _verified(kernels: Path, output: Path, *options: str) -> dict[str, bool]:
+    result = subprocess.run([sys.executable, "-m", "kernelsage", "eval", str(kernels), "--suite",
+                             str(FIXTURES / "kernelbench"), "--output", str(output), *options, "--json"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    return {r["task_id"]: r["attempts"][0]["evaluation"]["verify"]["correct"] for r in records}
+
+
+def test_eval_judges_by_the_suite_s_tolerance_unless_asked_for_a_stricter_one(tmp_path: Path) -> None:
+    """A scaled tanh 0.4% off: correct by KernelBench's rule (atol = rtol = 1e-2), wrong at --tolerance 1e-3."""
+    kernels = tmp_path / "kernels"
+    (kernels / "level1").mkdir(parents=True)
+    (kernels / "level1" / "1_Scaled_Tanh.cpp").write_text(SCALED_TANH.replace("* scale;", "* scale * 1.004f;"))
+    assert _verified(kernels, tmp_path / "default.jsonl") == {"level1/1_Scaled_Tanh": True}
+    assert _verified(kernels, tmp_path / "strict.jsonl", "--tolerance", "1e-3") == {"level1/1_Scaled_Tanh": False}
+
+
 GELU_TANH = (FIXTURES.parent / "tools" / "kernels" / "gelu_tanh_offset.cpp").read_text().replace("OFFSET", "0.0f")
 
 

@@ -26,7 +26,10 @@ def test_formats_are_detected_at_a_repository_root_or_any_folder_below():
     assert detect_format(FIXTURES / "suite") == "suite"
     assert detect_format(suite_root(FIXTURES / "kernelbench")) == "kernelbench"
     assert detect_format(suite_root(FIXTURES / "npukernelbench")) == "npukernelbench"
-    assert detect_format(suite_root(FIXTURES / "multikernelbench")) == "kernelbench"
+    # MultiKernelBench's files are KernelBench's format, but its reference/ folder tells it apart (its tolerance)
+    assert detect_format(suite_root(FIXTURES / "multikernelbench")) == "multikernelbench"
+    assert detect_format(FIXTURES / "multikernelbench" / "reference" / "activation") == "multikernelbench"
+    assert detect_format(FIXTURES / "kernelbench" / "KernelBench" / "level1") == "kernelbench"
     assert suite_root(FIXTURES / "multikernelbench") == FIXTURES / "multikernelbench" / "reference"
     # The repository's own scripts (kernelbench/scripts, multikernelbench/dataset.py) are not tasks.
     assert not any("scripts" in p.path or "dataset" in p.path for p in load_suite(FIXTURES / "kernelbench").problems)
@@ -114,8 +117,9 @@ def test_kernelbench_inputs_follow_the_seed():
 def test_npukernelbench_tasks_load_and_run_without_torch_npu():
     report = load_suite(FIXTURES / "npukernelbench")
     # question/ holds the model's templates (with an api_desc.md of its own): not a task
-    assert sorted(t.id for t in report.tasks) == ["level1/Activation/FastGeluNpu", "level1/Activation/GeluCustom",
-                                                  "level2/Norm/RmsNormCustom"]
+    assert sorted(t.id for t in report.tasks) == [
+        "level1/Activation/FastGeluNpu", "level1/Activation/GeluCustom", "level2/Norm/GroupScaleLoop",
+        "level2/Norm/RmsNormCustom", "level3/Compare/LessEqualPair", "level3/Creation/FillScalar"]
     assert "at least one case row" in _problem(report, "NoCases")
     for standin in ("torch_npu", "kernel_gen_ops", "framework"):
         assert standin not in sys.modules  # the stand-ins were only there while loading
@@ -222,3 +226,80 @@ def test_constructor_defaults_and_layer_hyperparameters_are_attributes(tmp_path)
     attrs = case_interface(task, task.cases[0]).attrs
     assert attrs["features"] == 8 and attrs["scale"] == 0.5  # given, and left at its default
     assert attrs["bn.eps"] == 1e-3 and attrs["bn.momentum"] == 0.1
+
+
+NPU_TASKS = FIXTURES / "npukernelbench" / "tasks"
+
+
+def test_npukernelbench_levels_come_from_the_level_folder_wherever_the_suite_path_points():
+    level3 = load_suite(NPU_TASKS / "level3")
+    assert {(t.id, t.level) for t in level3.tasks} == {("Compare/LessEqualPair", 3), ("Creation/FillScalar", 3)}
+    category = load_suite(NPU_TASKS / "level3" / "Compare")
+    assert [(t.id, t.level, t.category) for t in category.tasks] == [("LessEqualPair", 3, "Compare")]
+    one = load_suite(NPU_TASKS / "level3" / "Compare" / "LessEqualPair")
+    assert [(t.id, t.level, t.category) for t in one.tasks] == [("LessEqualPair", 3, "Compare")]
+    level2 = load_suite(NPU_TASKS / "level2")
+    assert {t.level for t in level2.tasks} == {2}
+
+
+def test_every_csv_row_is_one_case_as_upstream_reads_the_file():
+    """Four rows (a byte-order mark before the header, CRLF line ends, no newline after the last row):
+    four cases, in order, each with its row's dtype and the header's column names."""
+    task = find_task(load_suite(NPU_TASKS / "level3"), "Compare/LessEqualPair")
+    assert [(c.name, c.dtype) for c in task.cases] == [
+        ("case_0", "float16"), ("case_1", "float16"), ("case_2", "float32"), ("case_3", "float32")]
+    assert [list(c.params) for c in task.cases] == [["case_id", "shape", "dtype"]] * 4
+    assert task.cases[3].params == {"case_id": 3, "shape": "[3, 5]", "dtype": "float32"}
+    assert task.perf_case.name == "case_1"  # the largest row
+
+
+def test_a_0_dim_tensor_argument_is_an_input_whatever_its_dtype():
+    """NPUKernelBench's Fill passes `value` as a 0-dim tensor of the case's dtype and reads it with .item():
+    every case has the same interface (value an input, dims an attribute), worked out for integer and bool
+    cases too, where reading an integer tensor as an attribute failed on the meta device."""
+    task = find_task(load_suite(NPU_TASKS / "level3"), "Creation/FillScalar")
+    for case in task.cases:
+        interface = case_interface(task, case)
+        assert [(s.name, s.dtype, s.shape) for s in interface.inputs] == [("value", case.dtype, ())], case.name
+        assert interface.outputs is not None and interface.outputs[0].dtype == case.dtype, interface.note
+        assert interface.attrs == {"dims": tuple(eval(case["dims"]))}
+    instance = task.instantiate(task.cases[0], 0)  # int32 7, on the CPU: the same interface
+    assert list(instance.inputs) == ["value"] and int(instance.inputs["value"]) == 7
+    (out,) = instance.reference()
+    assert out.tolist() == [7] * 6
+
+
+def test_a_reference_that_loops_in_python_is_cut_short_on_the_meta_device():
+    """A reference looping over batch x groups runs thousands of operators, each slow on the meta device:
+    the meta run stops at META_OP_LIMIT; a small case is then described from a CPU run, a large one (8192 x
+    4 groups, 128 MiB of inputs) says its outputs are unknown and why."""
+    from kernelsage.tasks.interface import META_OP_LIMIT
+
+    task = find_task(load_suite(NPU_TASKS / "level2"), "Norm/GroupScaleLoop")
+    small, large = task.cases[1], task.cases[2]  # 1024 x 4 and 8192 x 4 slices, each over the limit
+    described = case_interface(task, small)
+    assert described.outputs[0].shape == (1024, 8, 4) and described.note == ""
+    unknown = case_interface(task, large)
+    assert [s.shape for s in unknown.inputs] == [(8192, 64, 64), (8192, 4)]
+    assert unknown.outputs is None and f"over {META_OP_LIMIT} operators" in unknown.note
+    assert unknown.error == ""  # not a failure of the reference: only too slow to trace
+
+
+def test_only_the_tasks_asked_for_are_read(monkeypatch):
+    """`task_ids` loads those tasks alone (a path each in these layouts), still knows the suite's other ids
+    for near names, and says why an asked-for task does not load."""
+    from kernelsage.tasks import scaling
+
+    scaled: list[str] = []
+    real = scaling.scale_task
+    monkeypatch.setattr(scaling, "scale_task", lambda task, budget: scaled.append(task.id) or real(task, budget))
+    report = load_suite(FIXTURES / "kernelbench", task_ids=["level1/1_Scaled_Tanh"], shape_budget="1MiB")
+    assert [t.id for t in report.tasks] == ["level1/1_Scaled_Tanh"] and scaled == ["level1/1_Scaled_Tanh"]
+    assert report.problems == []  # the broken file beside it was never imported
+    with pytest.raises(UnknownTaskError, match="did you mean level2/7_Linear_Sum_Dim"):
+        find_task(load_suite(FIXTURES / "kernelbench", task_ids=["Linear_Sum"]), "Linear_Sum")
+    broken = load_suite(FIXTURES / "kernelbench", task_ids=["level1/2_No_Inputs_Function"])
+    with pytest.raises(TaskLoadError, match=r"no get_inputs\(\) function"):
+        find_task(broken, "level1/2_No_Inputs_Function")
+    npu = load_suite(NPU_TASKS, task_ids=["level3/Creation/FillScalar"])
+    assert [t.id for t in npu.tasks] == ["level3/Creation/FillScalar"] and npu.problems == []

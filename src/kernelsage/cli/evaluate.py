@@ -8,7 +8,13 @@ from typing import Any
 import typer
 
 from kernelsage.cli.common import JsonOption, console, new_table, print_json, say
-from kernelsage.cli.task_options import MemoryLimitOption, ShapeBudgetOption, TimeLimitOption, backend_options
+from kernelsage.cli.task_options import (
+    MemoryLimitOption,
+    ShapeBudgetOption,
+    TimeLimitOption,
+    ToleranceOption,
+    backend_options,
+)
 from kernelsage.errors import ConfigurationError
 
 
@@ -39,6 +45,7 @@ def evaluate(
     backend_name: str = typer.Option("cpu", "--backend"),
     output: Path | None = typer.Option(None, "--output", "-o", help="Also write the records to this JSONL file."),
     shape_budget: str | None = ShapeBudgetOption,
+    tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
     time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
@@ -52,10 +59,12 @@ def evaluate(
     from kernelsage.tools.evaluator import evaluate_candidate
     from kernelsage.tools.results import content_hash
 
-    report = load_suite(suite, suite_format, shape_budget=shape_budget)
     records: list[EpisodeRecord] = []
     with get_backend(backend_name, **backend_options(memory_limit, time_limit)) as backend:
-        for position, (task_id, files) in enumerate(kernel_files(kernels, backend.candidate_files).items()):
+        found = kernel_files(kernels, backend.candidate_files)
+        # Only the tasks with a kernel are loaded and scaled: scaling a whole suite takes minutes.
+        report = load_suite(suite, suite_format, shape_budget=shape_budget, tolerance=tolerance, task_ids=found)
+        for position, (task_id, files) in enumerate(found.items()):
             task = find_task(report, task_id)
             evaluation = evaluate_candidate(backend, task, files)
             attempt = Attempt(round=1, stage="draft", status=evaluation.status.value, candidate_hash=content_hash(files),

@@ -14,6 +14,7 @@ from kernelsage.cli.task_options import (
     MemoryLimitOption,
     ShapeBudgetOption,
     TimeLimitOption,
+    ToleranceOption,
     exported_settings,
 )
 from kernelsage.errors import CassetteMissError, ConfigurationError
@@ -142,12 +143,13 @@ def run(
     top_k: int | None = typer.Option(None, min=1, help="Cold items shown per round."),
     param: list[str] = ParamOption,
     shape_budget: str | None = ShapeBudgetOption,
+    tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
     time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run a task stream: one episode per operator, the memory learning as it goes."""
-    with exported_settings(shape_budget, memory_limit, time_limit):
+    with exported_settings(shape_budget, memory_limit, time_limit, tolerance):
         experiment = _experiment(policies=[policy], model=model, suite=suite, suite_format=suite_format, order=order,
                                  seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
                                  run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
@@ -173,6 +175,7 @@ def compare(
     top_k: int | None = typer.Option(None, min=1),
     param: list[str] = ParamOption,
     shape_budget: str | None = ShapeBudgetOption,
+    tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
     time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
@@ -181,7 +184,7 @@ def compare(
     chosen = [p.strip() for p in policies.split(",") if p.strip()]
     if len(chosen) < 1:
         raise ConfigurationError("--policies needs at least one policy")
-    with exported_settings(shape_budget, memory_limit, time_limit):
+    with exported_settings(shape_budget, memory_limit, time_limit, tolerance):
         experiment = _experiment(policies=chosen, model=model, suite=suite, suite_format=suite_format, order=order,
                                  seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
                                  run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,

@@ -1,5 +1,6 @@
-"""Options every command that loads a suite or runs kernels shares: scaling shapes to a byte budget, and the
-sandbox's memory and time limits. Each also reads its environment variable, so a shell or CI job sets it once.
+"""Options every command that loads a suite or runs kernels shares: scaling shapes to a byte budget, a stricter
+tolerance than the suite's, and the sandbox's memory and time limits. Each also reads its environment
+variable, so a shell or CI job sets it once.
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ import typer
 SHAPE_BUDGET_ENV = "KERNELSAGE_SHAPE_BUDGET"
 MEMORY_LIMIT_ENV = "KERNELSAGE_CPU_MEMORY_MB"
 TIME_LIMIT_ENV = "KERNELSAGE_CPU_TIME_LIMIT_S"
+TOLERANCE_ENV = "KERNELSAGE_TOLERANCE"
 
 ShapeBudgetOption = typer.Option(
     None, "--shape-budget", envvar=SHAPE_BUDGET_ENV,
     help="Scale each case's shapes down until its inputs and outputs fit this size (e.g. 64MiB, 1GiB); "
          "deterministic, recorded with the task. See docs/suites.md. Env: KERNELSAGE_SHAPE_BUDGET.")
+ToleranceOption = typer.Option(
+    None, "--tolerance", envvar=TOLERANCE_ENV, metavar="ATOL[,RTOL]",
+    help="Judge with this absolute (and relative; default the same) tolerance instead of the suite's own rule "
+         "(see `kernelsage tasks show`): stricter only, a looser one is refused. Integers stay exact. "
+         "Env: KERNELSAGE_TOLERANCE.")
 MemoryLimitOption = typer.Option(
     None, "--memory-limit", min=64, envvar=MEMORY_LIMIT_ENV,
     help="MiB of memory each sandboxed process may use (the judge, and the kernel beyond its tensors); "
@@ -40,12 +47,18 @@ def backend_options(memory_limit: int | None, time_limit: float | None) -> dict[
 
 
 @contextmanager
-def exported_settings(shape_budget: str | None, memory_limit: int | None, time_limit: float | None) -> Iterator[None]:
+def exported_settings(shape_budget: str | None, memory_limit: int | None, time_limit: float | None,
+                      tolerance: str | None = None) -> Iterator[None]:
     """Hand the settings to code that reads them from the environment (a run's suite loader and backend,
     which the experiment builds itself): the variables the options are read from anyway. Restored after
     the block, so a later command in the same process (a notebook, a test) does not inherit them."""
-    given = {name: str(value) for name, value in ((SHAPE_BUDGET_ENV, shape_budget), (MEMORY_LIMIT_ENV, memory_limit),
-                                                  (TIME_LIMIT_ENV, time_limit)) if value is not None}
+    settings = ((SHAPE_BUDGET_ENV, shape_budget), (MEMORY_LIMIT_ENV, memory_limit), (TIME_LIMIT_ENV, time_limit),
+                (TOLERANCE_ENV, tolerance))
+    if tolerance is not None:
+        from kernelsage.tasks.tolerance import parse_tolerance
+
+        parse_tolerance(tolerance)  # a typo stops the command here, not once the run has started
+    given = {name: str(value) for name, value in settings if value is not None}
     before = {name: os.environ.get(name) for name in given}
     os.environ.update(given)
     try:

@@ -11,7 +11,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from kernelsage.cli.common import JsonOption, console, err_console, print_json
-from kernelsage.cli.task_options import MemoryLimitOption, ShapeBudgetOption, TimeLimitOption, backend_options
+from kernelsage.cli.task_options import (
+    MemoryLimitOption,
+    ShapeBudgetOption,
+    TimeLimitOption,
+    ToleranceOption,
+    backend_options,
+)
 from kernelsage.errors import ConfigurationError
 
 tasks_app = typer.Typer(help="Browse task suites (built-in, KernelBench, NPUKernelBench).", no_args_is_help=True)
@@ -56,27 +62,34 @@ def show_task(
     suite: str = SuiteOption,
     format: str = FormatOption,
     shape_budget: str | None = ShapeBudgetOption,
+    tolerance: str | None = ToleranceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """The kernel's interface: for every case, the inputs in order with dtypes and shapes, the attributes and
-    the outputs, worked out on the meta device without allocating the tensors."""
+    the outputs, worked out on the meta device without allocating the tensors; and the tolerance that judges
+    it, with the suite rule it comes from."""
     from kernelsage.tasks.interface import case_interface
     from kernelsage.tasks.loaders import find_task, load_suite
+    from kernelsage.tasks.model import tolerance_report
     from kernelsage.tasks.scaling import format_bytes
 
-    task = find_task(load_suite(suite, format, shape_budget=shape_budget), task_id)
+    # Only this task is loaded and scaled: a whole suite takes minutes to scale.
+    task = find_task(load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id]),
+                     task_id)
     interfaces = [case_interface(task, case) for case in task.cases]
     scaling = task.origin.scaling if task.origin else None
+    judged = tolerance_report(task)
     if as_json:
         print_json({**task.summary(), "perf_case": task.perf_case.name,
                     "cases": [{**interface.to_dict(), "params": dict(case.params), "dtype": case.dtype}
                               for case, interface in zip(task.cases, interfaces, strict=True)],
-                    "scaling": scaling.to_dict() if scaling else None})
+                    "scaling": scaling.to_dict() if scaling else None, "tolerance": judged})
         return
     console.print(f"[bold]{escape(task.id)}[/] (level {task.level}, {escape(task.category)}; "
                   f"{len(task.cases)} cases, performance case {escape(task.perf_case.name)})", highlight=False)
     if task.origin:
         console.print(f"source: {escape(task.origin.path)}", highlight=False, soft_wrap=True)
+    console.print(f"tolerance: {escape(judged['text'])}", highlight=False, soft_wrap=True)
     for case, interface in zip(task.cases, interfaces, strict=True):
         params = ", ".join(f"{name}={value!r}" for name, value in case.params.items())
         console.print(escape(interface.describe() + (f"\n  params: {params}" if params else "")), highlight=False,
@@ -102,6 +115,7 @@ def check(
     format: str = FormatOption,
     unsafe_no_isolation: bool = UnsafeOption,
     shape_budget: str | None = ShapeBudgetOption,
+    tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
     time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
@@ -114,7 +128,8 @@ def check(
 
     if not source.is_file():
         raise ConfigurationError(f"{source}: no such source file")
-    task = find_task(load_suite(suite, format, shape_budget=shape_budget), task_id)
+    task = find_task(load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id]),
+                     task_id)  # only this task is loaded and scaled
     # The compiler needs a C++ suffix; any other file name is presented to it as kernel.cpp.
     name = source.name if source.suffix in (".cpp", ".cc", ".cxx") else "kernel.cpp"
     options: dict[str, Any] = backend_options(memory_limit, time_limit)

@@ -3,6 +3,13 @@
 Inputs in the order the kernel sees them, with dtypes and shapes, the outputs and the scalar attributes of
 one test case. The reference runs on the meta device (shapes and dtypes only, no data, no compute), so a
 suite's full-size cases (tens of GiB for some KernelBench tasks) are described in milliseconds.
+
+An operator on the meta device is not free, though: PyTorch works most of them out in Python, a tenth of a
+millisecond to a millisecond each, against microseconds on the CPU for a small tensor. A reference that
+loops in Python over slices (NPUKernelBench's GroupNormSwishGrad: batch x groups iterations of some 40
+operators) or an RNN layer (decomposed into a few operators per time step) takes minutes there, so a meta
+run stops after META_OP_LIMIT operators and the case is treated as one without a shape-only run: a small
+case runs on the CPU instead, a large one's outputs are reported unknown.
 """
 
 from __future__ import annotations
@@ -12,11 +19,35 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelsage.tasks.loaders.npu_standin import NpuUnavailable
 from kernelsage.tasks.model import Task, TestCase
 
 SMALL_CASE_BYTES = 16 << 20  # a case without a meta implementation is run for real only below this
+# Operators (as dispatched, after decomposition) a reference may run on the meta device. The largest networks
+# of the three suites run under 2,000 (KernelBench level 3: VanillaRNNHidden 1,794, DenseNet201 621,
+# ResNet101 555); a per-slice Python loop or an LSTM runs tens of thousands (KernelBench's 35_LSTM: 46,104).
+META_OP_LIMIT = 4096
+
+
+class MetaOpLimit(RuntimeError):
+    """A reference ran more operators on the meta device than META_OP_LIMIT."""
+
+
+class _OpBudget(TorchDispatchMode):
+    """Counts the operators dispatched inside it and stops the run past `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.left = limit
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.left -= 1
+        if self.left < 0:
+            raise MetaOpLimit(f"over {META_OP_LIMIT} operators on shapes alone (a Python loop or a recurrent "
+                              "layer), too slow on the meta device")
+        return func(*args, **(kwargs or {}))
 
 
 @dataclass(frozen=True)
@@ -85,7 +116,7 @@ def case_interface(task: Task, case: TestCase) -> CaseInterface:
         return CaseInterface(case.name, None, {}, None, note=f"the case cannot be built without data: "
                              f"{_reason(exc)}", error=_reason(exc) if isinstance(exc, NpuUnavailable) else "")
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _OpBudget(META_OP_LIMIT):
             outputs = _specs(instance.reference())
     except Exception as exc:
         if isinstance(exc, NpuUnavailable):

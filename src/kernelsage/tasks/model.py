@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from kernelsage.tasks.tolerance import KERNELSAGE_RULE, Tolerance, ToleranceRule, describe_table, tightened
+
 if TYPE_CHECKING:
     from kernelsage.tasks.scaling import Scaling
 
 Scalar = int | float | bool | str | tuple[int, ...]
 CustomCheck = Callable[["TestCase", tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]], bool]
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """An element fails only when BOTH its absolute and its relative error exceed these (METHOD §8)."""
-
-    atol: float
-    rtol: float
-
-
-# Per-dtype defaults: 1e-3 each for 32-bit floats (METHOD §8); half types carry fewer mantissa bits;
-# integers and booleans must match exactly.
-DEFAULT_TOLERANCES: dict[str, Tolerance] = {
-    "float32": Tolerance(1e-3, 1e-3),
-    "float64": Tolerance(1e-3, 1e-3),
-    "float16": Tolerance(1e-2, 1e-2),
-    "bfloat16": Tolerance(2e-2, 2e-2),
-    "int64": Tolerance(0.0, 0.0),
-    "int32": Tolerance(0.0, 0.0),
-    "int8": Tolerance(0.0, 0.0),
-    "uint8": Tolerance(0.0, 0.0),
-    "bool": Tolerance(0.0, 0.0),
-}
 
 
 @dataclass(frozen=True)
@@ -72,12 +52,15 @@ class TaskOrigin:
     root: str  # the suite directory the id is relative to
     path: str  # the file or folder that defines the task
     scaling: Scaling | None = None  # the cases fitted to a byte budget (kernelsage.tasks.scaling), if any
+    tolerance: Tolerance | None = None  # a run's stricter tolerance (kernelsage.tasks.tolerance), if any
 
     def __post_init__(self) -> None:
         if isinstance(self.scaling, Mapping):  # back from JSON (a worker's payload)
             from kernelsage.tasks.scaling import Scaling
 
             object.__setattr__(self, "scaling", Scaling.from_dict(self.scaling))
+        if isinstance(self.tolerance, Mapping):
+            object.__setattr__(self, "tolerance", Tolerance(**self.tolerance))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,15 +74,22 @@ class Task:
     cases: tuple[TestCase, ...]
     perf_case: TestCase
     instantiate: Callable[[TestCase, int], CaseInstance]
-    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)  # the task's own, over its suite's rule
+    tolerance_rule: ToleranceRule = KERNELSAGE_RULE  # its suite's (kernelsage.tasks.tolerance)
     origin: TaskOrigin | None = None
     # The suite's own precision rule, replacing the element-wise tolerance check where a suite defines one
     # (NPUKernelBench's custom_check_precision): (case, expected outputs, actual outputs) -> passed.
     custom_check: CustomCheck | None = None
 
     def tolerance(self, dtype: str) -> Tolerance:
-        """The task's own tolerance for a dtype, else the default for it."""
-        return self.tolerances.get(dtype) or DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"])
+        """The tolerance for outputs of a dtype: the task's own, else its suite's rule (for a dtype the rule does
+        not list, such as a float8 type, its float32 tolerance)."""
+        table = self.tolerance_table()
+        return table.get(dtype) or table["float32"]
+
+    def tolerance_table(self) -> dict[str, Tolerance]:
+        """Every dtype's tolerance: the suite's rule with the task's own over it."""
+        return {**self.tolerance_rule.table(), **self.tolerances}
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -108,6 +98,31 @@ class Task:
             "description": self.description.strip().splitlines()[0] if self.description.strip() else "",
             "source": self.origin.path if self.origin else "",
         }
+
+
+def with_tolerance(task: Task, tolerance: Tolerance) -> Task:
+    """The task judged by a run's stricter `tolerance` for every dtype that is not exact (ConfigurationError
+    where it is looser than the task's own rule), recorded in its origin so that a worker does the same."""
+    table = tightened(task.tolerance_table(), tolerance, task_id=task.id, rule=task.tolerance_rule.suite)
+    origin = dataclasses.replace(task.origin, tolerance=tolerance) if task.origin else None
+    return dataclasses.replace(task, tolerances=table, origin=origin)
+
+
+def tolerance_report(task: Task) -> dict[str, Any]:
+    """How the task's outputs are judged (JSON-ready): the tolerance by dtype, the suite's rule it follows
+    and where that comes from, a run's stricter tolerance if any, and whether the task's own check replaces
+    the element-wise rule."""
+    table = task.tolerance_table()
+    stricter = task.origin.tolerance if task.origin else None
+    rule = task.tolerance_rule
+    text = f"{describe_table(table)} ({'stricter for this run than ' if stricter else ''}{rule.suite}'s rule: " \
+           f"{rule.source})"
+    if task.custom_check is not None:
+        text = "the task's own custom_check_precision replaces the element-wise rule: " + text
+    return {"rule": rule.suite, "source": rule.source, "text": text,
+            "by_dtype": {dtype: dataclasses.asdict(t) for dtype, t in table.items()},
+            "stricter_for_this_run": dataclasses.asdict(stricter) if stricter else None,
+            "custom_check": task.custom_check is not None}
 
 
 def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:

@@ -28,6 +28,7 @@ def _evaluate(backend: KernelBackend, task: Task, files: dict[str, str]) -> Eval
     correct = bool(profiled.ok and profiled.output_correct and profiled.candidate and profiled.reference)
     return Evaluation(
         status=profiled.status, compile=compiled, verify=verified, profile=profiled, correct=correct,
-        latency=profiled.candidate.mean if correct and profiled.candidate else None,
-        reference_latency=profiled.reference.mean if correct and profiled.reference else None,
+        # medians: a kernel fast on a minority of calls (through state it kept, say) moves the mean, not the median
+        latency=profiled.candidate.median if correct and profiled.candidate else None,
+        reference_latency=profiled.reference.median if correct and profiled.reference else None,
     )

@@ -173,7 +173,8 @@ class Evaluation(Record):
     """One candidate through the backend: compile, then verify, then profile, up to the first step that failed.
 
     `correct` means verified on every case and profiled with a matching output; latencies are the
-    profile's means in seconds per run.
+    profile's medians in seconds per run (the profile keeps the means too): a kernel that is fast on a minority
+    of its calls moves a mean, not a median.
     """
 
     status: Status

@@ -35,6 +35,7 @@ class LoadReport:
 
     tasks: list[Task] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # every task id of the suite, where only some were loaded
 
     def get(self, task_id: str) -> Task | None:
         return next((task for task in self.tasks if task.id == task_id), None)

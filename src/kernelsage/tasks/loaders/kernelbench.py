@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +23,7 @@ from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, le
 from kernelsage.tasks.loaders.module_task import module_instantiate
 from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
 from kernelsage.tasks.model import Task, TaskOrigin, TestCase
+from kernelsage.tasks.tolerance import suite_rule
 
 
 @contextmanager
@@ -57,7 +58,9 @@ def suite_level(path: Path, root: Path) -> int:
     return level_from_path(tuple(reversed(path.parent.parts)))
 
 
-def load_kernelbench_file(path: Path, root: Path) -> Task:
+def load_kernelbench_file(path: Path, root: Path, format: str = "kernelbench") -> Task:
+    """One task file; `format` ('kernelbench' or 'multikernelbench') names the suite whose tolerance rule
+    judges it."""
     with offline_hub(), torch_npu_standin():
         try:
             module = import_file(path)
@@ -85,7 +88,8 @@ def load_kernelbench_file(path: Path, root: Path) -> Task:
         description=description, cases=cases, perf_case=cases[0],
         instantiate=module_instantiate(model_class, make_inputs, lambda case: module.get_init_inputs(),
                                        scope=lambda case: module_globals(module, case.params)),
-        origin=TaskOrigin(format="kernelbench", root=str(root), path=str(path)),
+        tolerance_rule=suite_rule(format),
+        origin=TaskOrigin(format=format, root=str(root), path=str(path)),
     )
 
 
@@ -154,6 +158,10 @@ def _nonempty(count: int, path: Path) -> int:
     return count
 
 
-def load_kernelbench_dir(root: Path) -> LoadReport:
-    return collect(kernelbench_files(root), lambda path: load_kernelbench_file(path, root),
+def load_kernelbench_dir(root: Path, format: str = "kernelbench", task_ids: Collection[str] | None = None) -> LoadReport:
+    """Every task file below `root`, or only those of `task_ids` (the others are not even imported)."""
+    files = kernelbench_files(root)
+    if task_ids is not None:
+        files = [path for path in files if task_id_for(path, root) in task_ids]
+    return collect(files, lambda path: load_kernelbench_file(path, root, format),
                    lambda path: (task_id_for(path, root), suite_level(path, root)))

@@ -60,7 +60,8 @@ def _as_attr(value: Any) -> Scalar | None:
         return value
     if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
         return tuple(value)
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
+    if (isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point()
+            and value.device.type != "meta"):  # a meta tensor has no value to read
         return int(value.item())
     return None
 
@@ -89,12 +90,10 @@ def module_instantiate(
         inputs: dict[str, torch.Tensor] = {}
         attrs: dict[str, Scalar] = {}
         for name, value in zip(_parameter_names(model.forward, len(forward_args)), forward_args, strict=True):
-            if isinstance(value, torch.Tensor) and value.dim() > 0:
+            if isinstance(value, torch.Tensor):  # a 0-dim one too: the suite's kernel receives it as a tensor
                 inputs[name] = value.detach().contiguous()
             elif (attr := _as_attr(value)) is not None:
                 attrs[name] = attr
-            elif isinstance(value, torch.Tensor):
-                inputs[name] = value.detach().contiguous()
             elif _tensor_list(value):  # a list of tensors (NPUKernelBench's foreach ops): one input each
                 inputs.update({f"{name}[{i}]": t.detach().contiguous() for i, t in enumerate(value)})
         for name, tensor in model.named_parameters():

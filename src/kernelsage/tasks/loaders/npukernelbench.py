@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import csv
 import math
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, le
 from kernelsage.tasks.loaders.module_task import module_instantiate
 from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
 from kernelsage.tasks.model import CustomCheck, Task, TaskOrigin, TestCase
+from kernelsage.tasks.tolerance import NPUKERNELBENCH_RULE
 
 
 def _device() -> str:
@@ -63,7 +65,7 @@ def parse_test_cases(path: Path) -> list[TestCase]:
     """The rows of a ';'-separated test_cases.csv as test cases, with upstream's cell types."""
     if not path.is_file():
         raise TaskLoadError(f"{path}: missing (each task needs validation/test_cases.csv)")
-    with path.open(newline="", encoding="utf-8") as handle:
+    with path.open(newline="", encoding="utf-8-sig") as handle:  # a byte-order mark is no part of the header
         rows = [row for row in csv.reader(handle, delimiter=";") if any(cell.strip() for cell in row)]
     if len(rows) < 2:
         raise TaskLoadError(f"{path}: needs a header row and at least one case row")
@@ -118,7 +120,6 @@ def load_npu_task(folder: Path, root: Path) -> Task:
         prepare = import_file(validation / "prepare_inputs.py", extra_sys_path=validation)
     model_class = reference_model(module, prepare, module_path=validation / "module.py",
                                   inputs_path=validation / "prepare_inputs.py", signature="param, device")
-    relative = folder.relative_to(root) if folder != root else Path(folder.name)
     task_id, level = npu_identity(folder, root)
     description = (folder / "api_desc.md").read_text(encoding="utf-8").strip()
     for name in ("module.py", "prepare_inputs.py"):
@@ -126,13 +127,14 @@ def load_npu_task(folder: Path, root: Path) -> Task:
     perf = max(cases, key=case_size)  # max keeps the first of equals
     return Task(
         id=task_id, level=level,
-        category=relative.parent.name or "npukernelbench", description=description,
+        category=npu_category(folder), description=description,
         cases=tuple(cases), perf_case=perf,
         instantiate=module_instantiate(
             model_class,
             lambda case: prepare.get_inputs(dict(case.params), _device()),
             lambda case: prepare.get_init_inputs(dict(case.params), _device()),
         ),
+        tolerance_rule=NPUKERNELBENCH_RULE,
         origin=TaskOrigin(format="npukernelbench", root=str(root), path=str(folder)),
         custom_check=_custom_check(prepare),
     )
@@ -156,12 +158,22 @@ def _custom_check(prepare: Any) -> CustomCheck | None:
     return passed
 
 
-def load_npu_dir(root: Path) -> LoadReport:
-    return collect(task_folders(root), lambda folder: load_npu_task(folder, root),
-                   lambda folder: npu_identity(folder, root))
+def load_npu_dir(root: Path, task_ids: Collection[str] | None = None) -> LoadReport:
+    """Every task folder below `root`, or only those of `task_ids` (the others are not even read)."""
+    folders = task_folders(root)
+    if task_ids is not None:
+        folders = [folder for folder in folders if npu_identity(folder, root)[0] in task_ids]
+    return collect(folders, lambda folder: load_npu_task(folder, root), lambda folder: npu_identity(folder, root))
+
+
+def npu_category(folder: Path) -> str:
+    """The folder above the task's (tasks/levelN/<Category>/<Op>), wherever the suite path points."""
+    parent = folder.parent.name
+    return "npukernelbench" if not parent or level_from_path((parent,), 0) else parent
 
 
 def npu_identity(folder: Path, root: Path) -> tuple[str, int]:
-    """The id and level of the task in `folder`: its path below the suite folder, the level on that path."""
+    """The id and level of the task in `folder`: its path below the suite folder, and the nearest `levelN`
+    folder on its whole path (`--suite tasks/level3` or a task folder itself still says level 3)."""
     relative = folder.relative_to(root) if folder != root else Path(folder.name)
-    return relative.as_posix(), level_from_path(relative.parts)
+    return relative.as_posix(), level_from_path(tuple(reversed(folder.parts)))

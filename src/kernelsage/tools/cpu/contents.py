@@ -83,6 +83,7 @@ class FreshContents:
     def __init__(self, prepared: list[Prepared], mixable: list[int], kinds: list[str], seed: int) -> None:
         self.prepared, self.mixable, self.kinds = prepared, mixable, kinds
         self.base = [[item.inputs[k].clone() for k in mixable] for item in prepared]
+        self.bound = False  # whether the sets' private inputs are the shared ones (`bind`)
         self.fixed = [[item.inputs[k].clone() for k in range(len(item.inputs)) if k not in mixable]
                       for item in prepared]
         longest = max(prepared[0].inputs[k].numel() for k in mixable)
@@ -112,14 +113,7 @@ class FreshContents:
             return None
         kinds = [blend_kind([item.inputs[k] for item in prepared]) for k in mixable]
         contents = cls(prepared, mixable, kinds, seed)
-        second = prepared[1]
-        if second.expected is None:
-            second.expected = run_reference(second.instance, case)
-        contents.take(0, 1)  # set 0 holding set 1's inputs must give set 1's answer
-        got = run_reference(first.instance, case)
-        contents.take(0, 0)
-        if len(got) != len(second.expected) or not all(
-                all_close(e, g, tol) for e, g, tol in zip(second.expected, got, second.tolerances, strict=True)):
+        if not contents.reads_its_inputs(case):
             return None  # the reference does not read the tensors it was made with
         return contents
 
@@ -143,13 +137,34 @@ class FreshContents:
             else:
                 target.copy_(torch.lerp(a.to(work), b.to(work), weight))
 
-    def bind(self, inputs: list[torch.Tensor], shared: list[torch.Tensor]) -> None:
-        """Make a set's private inputs the shared ones the runner reads, storage and all: the blend then writes
-        where the kernel reads (no copy per call), and the reference, bound to those tensor objects, reads the
-        same. Safe because every call blends its whole inputs anew while the runner is frozen, before the
-        reference runs: nothing the kernel did to them (the runner maps them read-only) can reach it."""
-        for tensor, view in zip(inputs, shared, strict=True):
-            tensor.set_(view)
+    def bind(self, shared: list[list[torch.Tensor]], case: TestCase) -> bool:
+        """Make every set's private inputs the shared ones the runner reads, storage and all, where the reference
+        then still reads what the blend writes: the blend writes where the kernel reads (no copy per call).
+        Safe because every call blends its whole inputs anew while the runner is frozen, before the reference
+        runs: nothing the kernel did to them (the runner maps them read-only) can reach it. A reference that
+        reads other views of the old storage (checked: set 0 given set 1's inputs must give set 1's answer)
+        keeps its private inputs, and False says each call must copy them."""
+        kept = [[tensor.detach() for tensor in item.inputs] for item in self.prepared]
+        for item, views in zip(self.prepared, shared, strict=True):
+            for tensor, view in zip(item.inputs, views, strict=True):
+                tensor.set_(view)
+        if self.reads_its_inputs(case):
+            return True
+        for item, old in zip(self.prepared, kept, strict=True):
+            for tensor, storage in zip(item.inputs, old, strict=True):
+                tensor.set_(storage)
+        return False
+
+    def reads_its_inputs(self, case: TestCase) -> bool:
+        """Does set 0's reference, given set 1's inputs, give set 1's answer?"""
+        first, second = self.prepared[0], self.prepared[1]
+        if second.expected is None:
+            second.expected = run_reference(second.instance, case)
+        self.take(0, 1)
+        got = run_reference(first.instance, case)
+        self.take(0, 0)
+        return len(got) == len(second.expected) and all(
+            all_close(e, g, tol) is True for e, g, tol in zip(second.expected, got, second.tolerances, strict=True))
 
     def restore(self, s: int) -> None:
         """Set s's inputs that are not blended, back from the judge's copies (after something else sat there)."""

@@ -54,7 +54,8 @@ def prepare(payload: dict[str, Any]) -> Task | tuple[Mount, ...] | None:
     if "task" not in payload:
         return None
     origin = TaskOrigin(**payload["task"]["origin"])
-    key = (origin.format, origin.path, payload["task"]["id"], Path(origin.path).stat().st_mtime, repr(origin.scaling))
+    key = (origin.format, origin.path, payload["task"]["id"], Path(origin.path).stat().st_mtime, repr(origin.scaling),
+           repr(origin.tolerance))
     if key not in _TASKS:
         _TASKS[key] = load_task(origin, payload["task"]["id"])
     return _TASKS[key]
