@@ -89,9 +89,9 @@ def instrumented(watch: Stopwatch) -> Iterator[None]:
             setattr(owner, name, original)
 
 
-def breakdown(backend: CpuBackend, task, source: str, repeats: int) -> tuple[dict[str, float], dict[str, object]]:
+def breakdown(backend: CpuBackend, task, files: dict[str, str], repeats: int) -> tuple[dict[str, float], dict]:
     """Median seconds per step over `repeats` in-process profiles, and what the last one reported."""
-    compiled = backend.compile(Candidate(task_id=task.id, files={"kernel.cpp": source}))
+    compiled = backend.compile(Candidate(task_id=task.id, files=files))
     assert compiled.ok, compiled.log
     runs, last = [], {}
     for seed in range(repeats):
@@ -129,13 +129,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="l1_relu")
     parser.add_argument("--kernel", default=None, help="kernel source (default: the task's example, else l1_relu's)")
+    parser.add_argument("--header", action="append", default=[], help="a file the kernel includes (repeatable)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     task = find_task(load_suite("builtin"), args.task)
     example = EXAMPLES / f"{args.task}.cpp"
-    source = Path(args.kernel).read_text() if args.kernel else example.read_text()
+    files = {"kernel.cpp": Path(args.kernel).read_text() if args.kernel else example.read_text(),
+             **{Path(header).name: Path(header).read_text() for header in args.header}}
     with tempfile.TemporaryDirectory() as cache, CpuBackend(cache_dir=cache) as backend:
-        steps, last = breakdown(backend, task, source, args.repeats)
+        steps, last = breakdown(backend, task, files, args.repeats)
     print_breakdown(args.task, steps, last)
 
 

@@ -115,8 +115,8 @@ def gain(attack: Evaluation, honest: list[Evaluation], of: str = "median") -> fl
 def assert_not_credited(backend: KernelBackend, builtin: LoadReport, task_id: str, name: str,
                         **defines: int) -> None:
     """The attack is judged not correct, or it is no faster than the honest kernel (run just before and just
-    after it) by its median and by its latency (`gain`). The latency is the mean today: an attack that treats
-    every call alike has a mean at or above its median, so only one fast on a minority of its calls gains by it."""
+    after it) by its median and by its latency (`gain`). The latency is the median (it was the mean, which a kernel
+    fast on a minority of its calls moves)."""
     before = honest(backend, builtin, task_id, name)
     attack = evaluate_candidate(backend, find_task(builtin, task_id), files_of(name, **defines))
     assert attack.compile.ok, f"{name} did not build: {attack.compile.reason or attack.compile.log[-500:]}"
@@ -173,11 +173,12 @@ def test_answers_replayed_on_repeated_inputs_are_not_credited(backend, builtin, 
     ("l3_topk", "state_replay_topk", {"share": 58}),
     # the same, the rest answered from the state but held to an honest call's time (no work, same look)
     ("l1_argmax_lastdim", "state_replay_argmax", {"share": 58, "pace": 100}),
-    # 45% at once, the rest answered from the state and held to 80% of an honest call's time: the median
-    # (the held calls', 1/0.8 = 1.25x) sits within the factor a comparison with the fresh calls' times must
-    # allow for noise; the mean (about 0.55 x 0.8 of an honest call's: the latency, 2.3x) is the cheat's
-    ("l1_sum_lastdim", "state_span_rowsum", {"share": 45, "pace": 80}),
-    ("l1_argmax_lastdim", "state_replay_argmax", {"share": 45, "pace": 80}),
+    # 45% at once, the rest answered from the state and held to an honest call's time: no unseen call stands
+    # out, and the mean (about 0.55 of an honest call's) is the cheat's, but the credited latency is the median,
+    # the held calls'. (Held to 80%, the median gains 1/0.8 = 1.25x: within the factor the comparison with the
+    # unseen calls must allow for noise, docs/security.md "Not covered", and too close to SLACK to test.)
+    ("l1_sum_lastdim", "state_span_rowsum", {"share": 45, "pace": 100}),
+    ("l1_argmax_lastdim", "state_replay_argmax", {"share": 45, "pace": 100}),
 ], ids=["rowsum-58", "argmax-58", "topk-58", "argmax-58-held", "rowsum-45-held", "argmax-45-held"])
 def test_a_cheat_on_part_of_the_calls_is_not_credited(backend, builtin, task_id, name, defines):
     assert_not_credited(backend, builtin, task_id, name, **defines)

@@ -19,8 +19,9 @@ own place in the shared inputs.
    the candidate competes with it; its time is the judge's perf_counter around the call, and its output is
    this call's expected answer.
 4. The contents are in set s's place in the shared inputs, written just before the call (fresh contents are
-   blended there in place, the reference reading them while the runner is frozen; repeated and unseen ones
-   are copied there from the judge's private copies), the call's output slot (one whose previous content is another call's answer) is poisoned (small
+   blended there in place, the reference reading them while the runner is frozen; unseen ones, and repeated
+   ones under REWRITE_BELOW or after something else sat there, are copied there from the judge's private
+   copies), the call's output slot (one whose previous content is another call's answer) is poisoned (small
    outputs in full, large ones at random positions), the runner is resumed and asked to run ks_kernel on set s.
    Its time runs from the request to the moment the runner is frozen again after its reply (so work its threads
    do after the reply is timed), minus the same interval for an empty request, calibrated before the library
@@ -88,6 +89,10 @@ SAMPLED = 1024  # positions poisoned before, and fresh positions checked after, 
 INPUT_SAMPLED = 256  # positions of each input checked unchanged after each call
 SMALL_OUTPUT = 1 << 16  # outputs up to this many elements are poisoned and checked in full on every call
 BATCH = 5  # calls of one side before the other's on repeated contents: drift hits both alike
+# Repeated contents smaller than this are written again before every call, as unseen instances are, so no call
+# finds its inputs in another core's cache and others in its own (that would time unseen calls apart); larger
+# ones cannot stay in a core's cache between calls anyway, and the copy would cost more than it evens out.
+REWRITE_BELOW = 4 << 20
 
 
 class CheckFailed(Exception):
@@ -196,6 +201,8 @@ class _Timed:
         self.slot_used = [-1] * len(prepared)
         self.seen = [False] * len(prepared)
         self.unseen_made = 0
+        self.place_holds: list[int | None] = [None] * len(prepared)  # which set's contents each place holds now
+        self.rewrite = sum(t.numel() * t.element_size() for t in prepared[0].inputs) < REWRITE_BELOW
         self.round_trip = 0.0
         self.ratios: tuple[list[float], list[float]] = ([], [])  # candidate / reference per timed call: seen, unseen
 
@@ -263,8 +270,10 @@ class _Timed:
         the runner frozen; its time."""
         judge, runner = self.judge, self.runner
         judge.phase("harness")
-        if self.contents is None or not self.contents.bound or call.data < 0:  # else blended in place just now
-            judge.write_inputs(call.item)
+        if call.data < 0 or (self.contents is not None and not self.contents.bound) or (
+                self.contents is None and (self.rewrite or self.place_holds[call.set_id] != call.data)):
+            judge.write_inputs(call.item)  # bound fresh contents were blended in place just now
+        self.place_holds[call.set_id] = call.data
         call.inputs_before = self.inputs_sample(call.item)
         # whose answer the slot will hold: a call's own with fresh contents, an unseen instance's, or a set's
         owner = call.number if self.contents is not None else -1 - call.number if call.data < 0 else call.data
