@@ -8,8 +8,8 @@ judge checking every call. Not a test. Prints a table, then as its last line one
                       negligible), runner start included
   profile_overhead_s  median wall time of a profile of l1_relu minus the time spent in the timed calls
                       themselves ((candidate mean + reference mean) x (warm-ups + reps))
-  fresh_inputs_s      of that, what giving every call new contents costs at least: the blend of two input
-                      sets and its copy into the shared inputs, timed here on l1_relu's perf inputs x calls
+  fresh_inputs_s      of that, what giving every call new contents costs at least: the element-wise blend of
+                      two input sets into the shared inputs, timed here on l1_relu's perf inputs x calls
   profile_cv          coefficient of variation of the mean latency of one kernel profiled 10 times
                       (profile_cv_median, _min: of its median and of its fastest call)
   machine_cv          the same figure for the reference op (torch's exact GELU) timed in a plain loop in this
@@ -19,6 +19,8 @@ judge checking every call. Not a test. Prints a table, then as its last line one
   isolation, input_sets, round_trip_us: the isolation level, the input sets l1_relu's profile rotated over,
                       the judge's calibrated round trip of an empty request to the runner
 Targets: compile <= 0.5 s, overheads <= 0.3 s, CV <= 3 %, ratio within 10 % of 2.
+With --breakdown it then prints where l1_relu's profile spends its time, step by step, in this process
+(bench/profile_breakdown.py), and the same for a task whose contents repeat (l1_argmax_lastdim).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from rich.table import Table
 from kernelsage.tasks.loaders import find_task, load_suite
 from kernelsage.tools.cpu.backend import CpuBackend
 from kernelsage.tools.results import Candidate
+from profile_breakdown import breakdown, print_breakdown
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "kernelsage" / "tools" / "cpu" / "examples"
 
@@ -62,15 +65,16 @@ int ks_kernel(const ks_tensor* inputs, int n_inputs, ks_tensor* outputs, int n_o
 
 def _fresh_inputs_cost(task, calls: int) -> float:
     """Seconds the judge spends at least on fresh contents over `calls` calls: per call, each floating input
-    blended from two sets (torch.lerp, as profile._Mixer does) and copied into the shared region."""
+    blended element by element from two sets, through a window of random weights at a new offset, into the
+    place the kernel reads (as tools/cpu/contents.py does)."""
     a, b = (list(task.instantiate(task.perf_case, seed).inputs.values()) for seed in (1, 2))
-    blended, shared = [torch.empty_like(t) for t in a], [torch.empty_like(t) for t in a]
+    shared = [torch.empty_like(t) for t in a]
+    weights = torch.rand(max(t.numel() for t in a) + calls) * 0.5 + 0.25
     started = time.perf_counter()
     for call in range(calls):
-        for x, y, out, view in zip(a, b, blended, shared, strict=True):
+        for x, y, view in zip(a, b, shared, strict=True):
             if x.is_floating_point():
-                torch.lerp(x, y, 0.25 + 0.5 * (call % 2), out=out)
-                view.copy_(out)
+                torch.lerp(x, y, weights[call:call + x.numel()].view(x.shape), out=view)
     return time.perf_counter() - started
 
 
@@ -96,6 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5, help="runs per overhead figure (median reported)")
     parser.add_argument("--profiles", type=int, default=10, help="profiles of one kernel for the CV")
+    parser.add_argument("--breakdown", action="store_true", help="also time each step of a profile")
     args = parser.parse_args()
 
     suite = load_suite("builtin")
@@ -165,7 +170,35 @@ def main() -> None:
     for name, value in figures.items():
         table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value), targets.get(name, ""))
     Console().print(table)
+    if args.breakdown:
+        _print_breakdowns(relu, relu_source, find_task(suite, "l1_argmax_lastdim"))
     print(json.dumps(figures, sort_keys=True))
+
+
+ARGMAX = """
+#include "kernelsage_cpu.h"
+#include <cstdint>
+
+int ks_kernel(const ks_tensor* inputs, int, ks_tensor* outputs, int, const ks_attr*, int) {
+    const float* x = (const float*)inputs[0].data;
+    int64_t* y = (int64_t*)outputs[0].data;
+    const int64_t n = inputs[0].shape[inputs[0].ndim - 1], rows = ks_numel(&inputs[0]) / n;
+    #pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < n; ++j) if (x[r * n + j] > x[r * n + best]) best = j;
+        y[r] = best;
+    }
+    return 0;
+}
+"""
+
+
+def _print_breakdowns(relu, relu_source: str, argmax) -> None:
+    with tempfile.TemporaryDirectory() as cache, CpuBackend(cache_dir=cache) as backend:
+        for task, source in ((relu, relu_source), (argmax, ARGMAX)):
+            steps, last = breakdown(backend, task, {"kernel.cpp": source}, 3)
+            print_breakdown(task.id, steps, last)
 
 
 if __name__ == "__main__":
