@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("pgserver", reason="the embedded server (kernelsage[embedded]) is required")
 psutil = pytest.importorskip("psutil")
 
+from kernelsage.memory_backend.embedded import crash_message  # noqa: E402
+
 # A client: joins the embedded server of argv[1], proves it with a query, then waits until stdin closes.
 CLIENT = (
     "import sys; from pathlib import Path; import psycopg; "
@@ -73,3 +75,11 @@ def test_server_stops_when_its_last_client_is_gone_even_after_kills(tmp_path: Pa
     fourth = start_client(pgdata, clients)
     assert postmaster(pgdata).is_running()
     kill(fourth)
+
+
+def test_a_pgvector_build_this_cpu_cannot_run_is_named_as_such(tmp_path):
+    log = ("LOG:  client backend (PID 10347) was terminated by signal 4: Illegal instruction\n"
+           "DETAIL:  Failed process was running: SELECT '[1,2,3]'::vector <=> '[3,2,1]'::vector\n")
+    message = crash_message(log, tmp_path)
+    assert message is not None and "illegal instruction" in message and "DATABASE_URL" in message
+    assert crash_message("LOG:  database system is ready to accept connections\n", tmp_path) is None

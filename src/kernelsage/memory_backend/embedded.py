@@ -39,6 +39,7 @@ def embedded_database_url(data_dir: Path | None = None) -> str:
             with warnings.catch_warnings():  # pgserver warns when XDG_RUNTIME_DIR is unset; harmless
                 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
                 server = _start(target)
+            _check_vectors(str(server.get_uri()), target)
             _servers[target] = server
             _track_clients(server, target)
         return str(server.get_uri())
@@ -100,3 +101,37 @@ def _start(target: Path) -> Any:
             "is writable and holds only a kernelsage database (move it aside if it is damaged), or set "
             "KERNELSAGE_HOME to another directory or DATABASE_URL to a server"
         ) from None
+
+
+# long enough for the vectorised loops (short vectors run scalar code and passed where 384 dimensions crashed)
+VECTOR_PROBE = "SELECT l2_normalize(array_fill(0.5::real, ARRAY[384])::vector) <=> array_fill(0.25::real, ARRAY[384])::vector"
+
+
+def _check_vectors(url: str, target: Path) -> None:
+    """One vector cast and distance on the fresh server: a pgvector build that uses CPU instructions this
+    machine lacks kills the server on the first vector (seen: the wheel's vector.so on a CPU without AVX-512),
+    which would otherwise surface later as 'server closed the connection' in whatever touched memory first."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(VECTOR_PROBE)
+    except psycopg.Error:
+        try:
+            log = (target / "log").read_text(errors="replace")
+        except OSError:
+            log = ""
+        message = crash_message(log, target)
+        if message is not None:
+            raise DatabaseError(message) from None
+        # anything else (two processes creating the extension at once, say) is for the migrations to meet
+
+
+def crash_message(log: str, target: Path) -> str | None:
+    """A one-line explanation when the server log shows a backend killed by an illegal instruction."""
+    if "signal 4" not in log and "Illegal instruction" not in log:
+        return None
+    return (f"the embedded PostgreSQL's pgvector crashed on its first vector (illegal instruction, see {target}/log): "
+            "its build uses CPU instructions this machine lacks; set DATABASE_URL to a PostgreSQL server with "
+            "pgvector built for this CPU")
