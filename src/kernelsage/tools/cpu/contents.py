@@ -137,23 +137,22 @@ class FreshContents:
             else:
                 target.copy_(torch.lerp(a.to(work), b.to(work), weight))
 
-    def bind(self, shared: list[list[torch.Tensor]], case: TestCase) -> bool:
+    def bind(self, shared: list[list[torch.Tensor]], case: TestCase) -> None:
         """Make every set's private inputs the shared ones the runner reads, storage and all, where the reference
         then still reads what the blend writes: the blend writes where the kernel reads (no copy per call).
         Safe because every call blends its whole inputs anew while the runner is frozen, before the reference
         runs: nothing the kernel did to them (the runner maps them read-only) can reach it. A reference that
         reads other views of the old storage (checked: set 0 given set 1's inputs must give set 1's answer)
-        keeps its private inputs, and False says each call must copy them."""
+        keeps its private inputs, and `bound` stays False: each call must then copy them."""
         kept = [[tensor.detach() for tensor in item.inputs] for item in self.prepared]
         for item, views in zip(self.prepared, shared, strict=True):
             for tensor, view in zip(item.inputs, views, strict=True):
                 tensor.set_(view)
-        if self.reads_its_inputs(case):
-            return True
-        for item, old in zip(self.prepared, kept, strict=True):
-            for tensor, storage in zip(item.inputs, old, strict=True):
-                tensor.set_(storage)
-        return False
+        self.bound = self.reads_its_inputs(case)
+        if not self.bound:
+            for item, old in zip(self.prepared, kept, strict=True):
+                for tensor, storage in zip(item.inputs, old, strict=True):
+                    tensor.set_(storage)
 
     def reads_its_inputs(self, case: TestCase) -> bool:
         """Does set 0's reference, given set 1's inputs, give set 1's answer?"""

@@ -128,8 +128,8 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
             judge.phase("harness")
             shared = [judge.write_inputs(item) for item in prepared]
             judge.phase("reference")
-            contents.bound = contents.bind(shared, case)  # blends written where the runner and the reference read
-        unseen = unseen_calls(set_bytes)
+            contents.bind(shared, case)  # blends written where the runner and the reference read, where it can
+        unseen = min(unseen_calls(set_bytes), int(payload["reps"]))
         timed = _Timed(judge, runner, prepared, slot, seed, task, output_check(task, case), contents)
         timed.run(int(payload["warmup"]), int(payload["reps"]), unseen)
         timed.judge_unseen()
@@ -215,7 +215,7 @@ class _Timed:
         self.runner.freeze()
         total = warmup + reps
         order = [s for _ in range(total // n + 1) for s in self.random.sample(range(n), n)][:total]
-        unseen_at = set(self.random.sample(range(warmup, total), min(unseen, reps)))
+        unseen_at = set(self.random.sample(range(warmup, total), unseen))
         batch = 1 if self.contents is not None else BATCH
         # repeated contents: at the start of a round followed by a whole round, two sets trade contents
         swap_at = n * self.random.randrange(1, total // n) if self.contents is None and total >= 2 * n else -1
