@@ -27,7 +27,8 @@ def test_eval_scores_a_directory_of_ready_kernels(tmp_path: Path) -> None:
         (tmp_path / "kernels" / source.name).write_text(source.read_text())
     (tmp_path / "kernels" / "l1_add.cpp").write_text(examples.joinpath("l1_relu.cpp").read_text())  # wrong op
     result = _kernelsage("eval", str(tmp_path / "kernels"), "--json", "--output", str(tmp_path / "eval.jsonl"))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # one kernel is wrong: as `check` on it, after the whole output
+    assert "error: 1 of" in result.stderr and "(l1_add)" in result.stderr
     payload = json.loads(result.stdout)  # the whole of stdout is one JSON document
     status = {k["task_id"]: k["status"] for k in payload["kernels"]}
     assert status["l1_add"] != "ok" and status["l3_matmul"] == "ok" and status["l2_softmax"] == "ok"
@@ -47,7 +48,7 @@ def test_eval_prints_a_table_in_words_that_fits_80_columns(tmp_path: Path) -> No
     (tmp_path / "kernels" / "l1_relu.cpp").write_text(examples.joinpath("l1_relu.cpp").read_text())
     (tmp_path / "kernels" / "l1_add.cpp").write_text("int ks_kernel(")  # does not compile
     result = _kernelsage("eval", str(tmp_path / "kernels"), env={"COLUMNS": "80"})
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # l1_add does not compile
     table = result.stdout.split("\ncorrect (ER")[0].splitlines()
     assert all(len(line) <= 80 for line in table), result.stdout
     assert "Summary(" not in result.stdout and "compile_error" in result.stdout

@@ -50,3 +50,17 @@ def test_header_essentials_keep_declarations_and_drop_bodies() -> None:
     compact = kernel_contract("cpu", True)
     assert "int ks_kernel(" in compact and len(compact) < len(kernel_contract("cpu"))
     assert "documents no ABI header" in kernel_contract("no_such_backend")
+
+
+def test_a_shrunk_contract_keeps_the_rules_and_a_case_of_every_dtype(suite) -> None:
+    from kernelsage.graph.nodes.contract import cases_shown, task_interface
+    from kernelsage.tasks.loaders import find_task
+
+    compact = kernel_contract("cpu", True)
+    assert "every element must be written" in compact and "Return 0 on success" in compact
+    assert "kernel ABI, version 1" not in compact  # the prose before the rules is what shrinking drops
+    relu = find_task(suite, "l1_relu")  # three float32 cases, then a float16 one
+    assert "x: float16 [33, 70]" in task_interface(relu, compact=True)
+    shown = cases_shown(relu.cases, 1)
+    assert {case.dtype for case in shown} == {"float32", "float16"}  # every dtype, whatever the limit
+    assert [c.name for c in cases_shown(relu.cases, 3)] == [relu.cases[i].name for i in (0, 1, 3)]  # in order

@@ -19,7 +19,7 @@ from kernelsage.models.factory import make_chat_model
 from kernelsage.models.scripted import ScriptedChatModel
 from kernelsage.tasks.loaders import find_task
 from tests.graph.fakes import fake_embeddings
-from tests.graph.scripts import SLOW, candidate, example_source
+from tests.graph.scripts import SLOW, WRONG, candidate, example_source
 from tests.models.openai_server import answer, cut_off, error, garbage, hang, overflow, serve, tool_calls
 
 
@@ -64,8 +64,42 @@ def test_cut_off_overflow_5xx_and_garbage_become_round_statuses(graph_for, seede
     assert "cut off at the output limit" in reask[-1]["content"]
     assert not any(m["role"] == "assistant" for m in reask)  # the cut answer is not sent back
     assert sum(len(m["content"]) for m in shrunk) < sum(len(m["content"]) for m in first)  # shrunk once
-    assert "int ks_kernel(" in shrunk[1]["content"]  # the contract survives shrinking
+    assert "int ks_kernel(" in shrunk[1]["content"]  # the contract survives shrinking, with its rules
+    assert "every element must be written" in shrunk[1]["content"] and "Return 0 on success" in shrunk[1]["content"]
+    assert "x: float16 [33, 70]" in shrunk[1]["content"]  # and a case of every dtype
     assert state["attempts"][0]["prompt_tokens"] == 100  # the server's count
+
+
+def test_every_conversation_alternates_turns_as_strict_chat_templates_require(
+        graph_for, seeded, namespace: str) -> None:
+    with serve([cut_off(), answer(candidate(WRONG)),                    # round 1: cut off, asked again: wrong
+                tool_calls({"name": "show_mismatches"}, {"name": "verify_kernel"}),  # the diagnostician
+                answer("Negative inputs give 1 instead of 0."),
+                answer("no code at all"), answer(candidate(SLOW)),       # round 2: a format re-ask, then correct
+                answer("- Write 0 for negative inputs.")],               # the curator's lesson
+               alternating_roles=True) as server:
+        state = run(graph_for(server.url), namespace, budget=2)
+    assert server.rejected == 0, [[m["role"] for m in r["messages"]] for r in server.requests]
+    assert [a["status"] for a in state["attempts"]] == ["wrong_result", "ok"]
+    reask = server.requests[1]["messages"]
+    assert [m["role"] for m in reask] == ["system", "user"] and "cut off at the output limit" in reask[-1]["content"]
+    assert "Negative inputs give 1" in user_text(server.requests[4])  # the diagnosis reached round 2
+    assert [m["role"] for m in server.requests[5]["messages"]] == ["system", "user", "assistant", "user"]
+    assert len(server.requests) == 7  # the lesson was asked for too, and nothing was rejected
+
+
+def test_a_prompt_that_cannot_fit_the_configured_window_is_not_sent(
+        graph_for, seeded, namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELSAGE_MODEL_CONTEXT", "1500")
+    monkeypatch.setenv("KERNELSAGE_MODEL_MAX_TOKENS", "500")
+    with serve([answer(candidate(SLOW))]) as server:
+        state = run(graph_for(server.url), namespace, budget=1)
+    assert server.requests == []  # neither the prompt nor its shrunk form could fit: nothing went out
+    [attempt] = state["attempts"]
+    assert attempt["status"] == "model_error" and "\n" not in attempt["detail"]
+    for words in ("KERNELSAGE_MODEL_CONTEXT=1500", "output limit of 500 tokens", "about 925 prompt tokens",
+                  "not sent", "already shrunk"):
+        assert words in attempt["detail"], words
 
 
 def test_the_diagnostician_survives_strict_servers_bad_tool_arguments_and_long_answers(

@@ -3,7 +3,9 @@
 Each request is answered by the next behaviour of a script (the last one repeats): a normal answer, a hang,
 an HTTP error, a body that is not JSON, a `finish_reason: length` cut, a context-overflow 400. With
 `reject_null_content`, like llama.cpp's server, a request holding an assistant message whose content is
-null gets HTTP 500. Every request body is kept in `.requests`.
+null gets HTTP 500. With `alternating_roles`, like the chat templates of Mistral and Llama-2 style models
+(vLLM, llama.cpp), a conversation whose turns do not alternate gets HTTP 400 (see `roles_alternate`). Every
+request body is kept in `.requests`; the rejected ones are counted in `.rejected`.
 """
 
 from __future__ import annotations
@@ -96,10 +98,25 @@ def as_messages(request: dict[str, Any]) -> list[BaseMessage]:
     return messages
 
 
+ALTERNATION_ERROR = "Conversation roles must alternate user/assistant/user/assistant/..."
+
+
+def roles_alternate(messages: list[dict[str, Any]]) -> bool:
+    """The rule of Mistral's tool-aware template (and Llama-2's, which has no tools): after an optional
+    leading system message, user and assistant alternate, starting with user; tool results and assistant
+    turns that call tools are left out of the check."""
+    roles = [m["role"] for m in messages
+             if m["role"] != "tool" and not (m["role"] == "assistant" and m.get("tool_calls"))]
+    if roles[:1] == ["system"]:
+        roles = roles[1:]
+    return all(role == ("user" if n % 2 == 0 else "assistant") for n, role in enumerate(roles))
+
+
 @dataclass
 class FakeOpenAIServer:
     script: list[Behaviour]
     reject_null_content: bool = False
+    alternating_roles: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     rejected: int = 0
     url: str = ""
@@ -113,13 +130,17 @@ class FakeOpenAIServer:
                                             for m in request.get("messages", [])):
             self.rejected += 1
             return error(500, "Assistant message must contain either 'content' or 'tool_calls'!")(request)
+        if self.alternating_roles and not roles_alternate(request.get("messages", [])):
+            self.rejected += 1
+            return error(400, ALTERNATION_ERROR)(request)
         return self.script[min(position, len(self.script) - 1)](request)
 
 
 @contextmanager
-def serve(script: list[Behaviour], *, reject_null_content: bool = False) -> Iterator[FakeOpenAIServer]:
+def serve(script: list[Behaviour], *, reject_null_content: bool = False,
+          alternating_roles: bool = False) -> Iterator[FakeOpenAIServer]:
     """Serve `script` on a free localhost port; `.url` is the base URL (".../v1")."""
-    fake = FakeOpenAIServer(script, reject_null_content=reject_null_content)
+    fake = FakeOpenAIServer(script, reject_null_content=reject_null_content, alternating_roles=alternating_roles)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:

@@ -46,7 +46,7 @@ def test_nothing_listening_fails_in_one_line_naming_the_url(model_env) -> None:
 
 
 def test_a_hanging_model_is_bounded_by_the_timeout(model_env, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KERNELSAGE_MODEL_TIMEOUT", "0.5")  # shorter than doctor's own limit: it wins
+    monkeypatch.setenv("KERNELSAGE_MODEL_TIMEOUT", "0.5")  # doctor waits as long as a run would
     with serve([hang(5)]) as server:
         model_env(server.url)
         started = time.perf_counter()
@@ -55,6 +55,36 @@ def test_a_hanging_model_is_bounded_by_the_timeout(model_env, monkeypatch: pytes
     assert check.status == "fail" and "Timeout" in check.detail
     assert elapsed < 4.5  # returned before the server's 5 s hang ended (not a speed limit: 0.5 s is asked)
     assert len(server.requests) == 1  # one try: doctor does not retry
+
+
+def test_a_slow_but_working_model_is_reported_slow_not_failed(model_env, monkeypatch: pytest.MonkeyPatch) -> None:
+    doctor_module = importlib.import_module("kernelsage.cli.doctor")
+    monkeypatch.setattr(doctor_module, "SLOW_ANSWER_SECONDS", 0.3, raising=False)  # scaled down: 1 s is slow here
+    monkeypatch.setenv("KERNELSAGE_MODEL_TIMEOUT", "10")
+    with serve([hang(1.0)]) as server:  # answers, after a second
+        model_env(server.url)
+        check = check_model()
+    assert check.status == "warn" and "answered, but slow" in check.detail and "\n" not in check.detail
+    assert "KERNELSAGE_MODEL_TIMEOUT (now 10 s)" in check.fix
+    assert len(server.requests) == 1
+
+
+def test_doctor_waits_as_long_as_the_model_timeout(model_env, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kernelsage.models.factory as factory
+
+    built: list[dict] = []
+    real = factory.make_chat_model
+
+    def spy(spec: str, **kwargs):
+        built.append(kwargs)
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(factory, "make_chat_model", spy)
+    monkeypatch.setenv("KERNELSAGE_MODEL_TIMEOUT", "40")  # a slow local server's setting, past any fixed cap
+    with serve([answer("ok")]) as server:
+        model_env(server.url)
+        assert check_model().status == "ok"
+    assert built[0]["timeout"] == 40
 
 
 def test_a_rejected_key_is_the_checks_reason(model_env) -> None:

@@ -3,6 +3,7 @@ fault ends as one clear error (or a usable answer), in bounded time, with the en
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -11,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from kernelsage.errors import ContextOverflowError, ModelCallError, ModelError
 from kernelsage.graph.nodes.model_calls import is_truncated
 from kernelsage.models.factory import make_chat_model
-from kernelsage.models.retry import invoke_with_retry
+from kernelsage.models.retry import ainvoke_with_retry, invoke_with_retry
 from tests.models.openai_server import answer, cut_off, error, garbage, hang, overflow, serve
 
 
@@ -47,12 +48,34 @@ def test_a_hanging_endpoint_is_bounded_by_the_timeout_and_retried(limits) -> Non
 
 
 def test_the_deadline_bounds_a_call_whatever_the_attempts(limits) -> None:
-    limits(attempts=50, deadline=1.2)
+    # Waits of 1-2 s, then 2-3 s (skipped here, but counted against the deadline): the second wait would
+    # end past the 3 s deadline, so it is not begun.
+    limits(attempts=50, deadline=3)
     with serve([hang(10)]) as server:
         started = time.monotonic()
-        with pytest.raises(ModelCallError, match="deadline passed"):
+        with pytest.raises(ModelCallError, match="deadline passed after 3 s"):
             ask(server.url)
-        assert time.monotonic() - started < 4 and 2 <= len(server.requests) < 50
+        assert time.monotonic() - started < 4 and len(server.requests) == 2
+
+
+def test_one_attempt_waits_no_longer_than_what_is_left_of_the_deadline(limits) -> None:
+    limits(timeout=30, attempts=4, deadline=1)  # a request timeout far past the deadline
+    with serve([hang(10)]) as server:
+        started = time.monotonic()
+        with pytest.raises(ModelCallError, match=r"deadline passed after 1 s.*KERNELSAGE_MODEL_DEADLINE"):
+            ask(server.url)
+        assert time.monotonic() - started < 5  # not the server's 10 s hang (nor the 30 s timeout)
+    assert len(server.requests) == 1
+
+
+def test_the_async_call_shares_the_deadline_too(limits) -> None:
+    limits(timeout=30, attempts=4, deadline=1)
+    with serve([hang(10)]) as server:
+        model = make_chat_model("openai:test-model", base_url=server.url, api_key="sk-test")
+        started = time.monotonic()
+        with pytest.raises(ModelCallError, match="deadline passed"):
+            asyncio.run(ainvoke_with_retry(model, [HumanMessage("hi")]))
+        assert time.monotonic() - started < 5
 
 
 def test_5xx_is_retried_and_4xx_is_not(limits) -> None:

@@ -36,13 +36,19 @@ DatabaseOption = typer.Option(
 )
 
 
+# Exit codes (README "Exit codes"): a script tells a result that failed from a command that could not run.
+EXIT_FAILED = 1  # the command ran to its end, but what it judged failed (a wrong kernel, a model that failed)
+EXIT_REFUSED = 2  # the command could not run or go on: bad arguments or input, configuration, database, endpoint
+EXIT_INTERRUPTED = 130  # Ctrl-C, the shell's code for a command ended by SIGINT
+
+
 def run_guarded(app: typer.Typer) -> None:
     """Run a typer app; a KernelsageError becomes one red line on stderr and exit code 2."""
     try:
         app()  # standalone: usage errors print click's message and exit 2
     except KernelsageError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        sys.exit(EXIT_REFUSED)
 
 
 def _default(value: Any) -> Any:

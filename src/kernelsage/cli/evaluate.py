@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from kernelsage.cli.common import JsonOption, console, new_table, print_json, say
+from kernelsage.cli.common import EXIT_FAILED, JsonOption, console, err_console, new_table, print_json, say
 from kernelsage.cli.task_options import (
     MemoryLimitOption,
     ShapeBudgetOption,
@@ -50,7 +50,8 @@ def evaluate(
     time_limit: float | None = TimeLimitOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Compile, verify and profile every kernel; print the metrics (ER, CR, speedups, fast_p)."""
+    """Compile, verify and profile every kernel; print the metrics (ER, CR, speedups, fast_p). Exit code 1
+    when a kernel is not correct (as `check` for one kernel), after printing everything."""
     from kernelsage.evals.metrics import summarize
     from kernelsage.evals.records import EpisodeRecord
     from kernelsage.graph.records import Attempt, EpisodeOutcome
@@ -84,8 +85,13 @@ def evaluate(
                                  "speedup_median": speedups[r.task_id].to_dict() if speedups[r.task_id] else None}
                                 for r in records],
                     "speedup_median": _overall(speedups).to_dict(), "summary": summary.to_dict()})
-        return
-    _print_human(kernels, records, speedups, summary)
+    else:
+        _print_human(kernels, records, speedups, summary)
+    failed = [r.task_id for r in records if not r.solved]
+    if failed:
+        shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+        say(f"error: {len(failed)} of {len(records)} kernels are not correct ({shown})", to=err_console)
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _median_speedup(record: Any) -> Any:
@@ -128,8 +134,11 @@ def _print_human(kernels: Path, records: list[Any], speedups: dict[str, Any], su
     median = _overall(speedups)
     say(f"correct (ER, execution rate): {overall.er.n} of {overall.er.total} kernels; compiled (CR): "
         f"{overall.cr.n} of {overall.cr.total}")
-    say(f"faster than PyTorch beyond the measured noise (Fast1.0): {overall.fast1.n} of {overall.fast1.total} "
-        "correct kernels")
+    if overall.fast1.total:
+        say(f"faster than PyTorch beyond the measured noise (Fast1.0): {overall.fast1.n} of {overall.fast1.total} "
+            "correct kernels")
+    else:  # "0 of 0" reads as a result
+        say("faster than PyTorch (Fast1.0): no correct kernel to time")
     if median.value is not None:
         spread = f", from {median.low:.2f}x to {median.high:.2f}x" if median.n > 1 else ""
         say(f"median over correct kernels: {speedup_words(median.value, 'PyTorch')} (n={median.n}{spread})")

@@ -9,7 +9,16 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from kernelsage.cli.common import JsonOption, console, err_console, new_table, print_json, say
+from kernelsage.cli.common import EXIT_FAILED, JsonOption, console, err_console, new_table, print_json, say
+from kernelsage.cli.interrupt import interrupted_message, interruptible
+from kernelsage.cli.preflight import (
+    check_frozen_memory,
+    check_model_spec,
+    check_order,
+    check_policies,
+    check_suite,
+    check_writable,
+)
 from kernelsage.cli.task_options import (
     MemoryLimitOption,
     ShapeBudgetOption,
@@ -20,6 +29,7 @@ from kernelsage.cli.task_options import (
 from kernelsage.errors import CassetteMissError, ConfigurationError
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
+NO_CODE = "no code was produced"
 RunDirOption = typer.Option(None, "--run-dir", help="Where records and reports go (default: runs/<run id>).")
 ParamOption = typer.Option(
     [], "--param", "-p", envvar="KERNELSAGE_PARAMS",
@@ -28,34 +38,66 @@ ParamOption = typer.Option(
 )
 
 
+def _stream_command(command: str, *, as_json: bool, run_id: str | None, run_dir: Path | None, **options: Any) -> None:
+    """`run` and `compare`: check the arguments, run, write the records and the report, and end non-zero with
+    one line when the model failed or no round produced code (after everything is written)."""
+    run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = run_dir or Path("runs") / run_id
+    with interruptible(lambda: interrupted_message(run_dir, run_id, command)):
+        experiment, chat_model = _experiment(run_id=run_id, run_dir=run_dir, **options)
+        results = _execute(experiment, chat_model)
+        problem = _finish(experiment, results, as_json)
+    if problem:
+        say(f"error: {problem}", to=err_console)
+        raise typer.Exit(EXIT_FAILED)
+
+
 def _experiment(*, policies: list[str], model: str, suite: str, suite_format: str, order: str, seed: int,
-                limit: int | None, backend: str, budget: int, namespace: str, run_id: str | None,
-                run_dir: Path | None, frozen_memory: Path | None, top_k: int | None, params: list[str]):
-    from kernelsage.evals.experiment import Experiment
+                limit: int | None, backend: str, budget: int, namespace: str, run_id: str,
+                run_dir: Path, frozen_memory: Path | None, top_k: int | None, params: list[str]):
+    """The experiment the options describe, and its chat model; every argument that can be checked without
+    loading torch, the suite or the database is checked first, so a typo is refused in a second or two."""
     from kernelsage.memory_backend.params import parse_overrides
 
+    check_model_spec(model)
+    check_policies(policies)
+    check_suite(suite)
+    check_order(order)
+    check_frozen_memory(frozen_memory)
     overrides = parse_overrides([p for text in params for p in text.replace(",", " ").split()])
     if "rounds" in overrides:  # T is the budget
         if budget not in (30, overrides["rounds"]):
             raise ConfigurationError(f"--budget {budget} and --param T={overrides['rounds']} disagree: give one")
         budget = overrides["rounds"]
-    run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Experiment(run_id=run_id, run_dir=run_dir or Path("runs") / run_id, model=model, policies=policies,
-                      namespace=namespace, suite=suite, suite_format=suite_format, order=order, seed=seed,
-                      limit=limit, backend=backend, budget=budget, top_k=top_k, frozen_memory=frozen_memory,
-                      params=overrides)
+    check_writable(run_dir)
+    chat_model = _chat_model(model)
+    # Torch and the graph load here, only once the arguments are known to be sound.
+    from kernelsage.evals.experiment import Experiment
+
+    experiment = Experiment(run_id=run_id, run_dir=run_dir, model=model, policies=policies, namespace=namespace,
+                            suite=suite, suite_format=suite_format, order=order, seed=seed, limit=limit,
+                            backend=backend, budget=budget, top_k=top_k, frozen_memory=frozen_memory,
+                            params=overrides)
+    return experiment, chat_model
 
 
-def _execute(experiment: Any, command: str) -> dict[str, list[Any]]:
-    """Run the experiment; Ctrl-C says how to resume, and a replay that misses says what a recording replays."""
-    from kernelsage.evals.experiment import run_experiment
+def _chat_model(spec: str) -> Any:
+    """The chat model a spec names, built before anything heavy loads: a malformed spec, an unknown provider,
+    a missing key or recording, or a bad KERNELSAGE_MODEL_* value is refused at once."""
+    from kernelsage.models.spec import model_from_spec
+
+    return model_from_spec(spec)
+
+
+def _execute(experiment: Any, chat_model: Any) -> dict[str, list[Any]]:
+    """Run the experiment; a stream the model stopped still hands back its records (run.json says why it
+    stopped), and a replay that misses says what a recording replays."""
+    from kernelsage.evals.experiment import ExperimentStopped, run_experiment
 
     try:
-        return run_experiment(experiment, console=err_console)
-    except KeyboardInterrupt:
-        say(f"\ninterrupted: finished episodes are kept in {experiment.run_dir}; resume with "
-            f"`kernelsage {command} --run-id {experiment.run_id}` and the same options", to=err_console)
-        raise typer.Exit(130) from None
+        return run_experiment(experiment, model=chat_model, console=err_console)
+    except ExperimentStopped as stopped:
+        return stopped.results
     except CassetteMissError as exc:
         if not experiment.model.startswith("replay:"):
             raise
@@ -78,8 +120,11 @@ def _summary_table(summaries: dict[str, Any]) -> Table:
         overall = summary.overall
         median = overall.speedup_median
         spread = f" (n={median.n}, {median.low:.2f}x to {median.high:.2f}x)" if median.n > 1 else ""
-        table.add_row(policy, f"{overall.er.n} of {overall.er.total}", f"{overall.cr.n} of {overall.cr.total}",
-                      f"{overall.fast1.n} of {overall.fast1.total} solved",
+        # "0 of 0" reads as a result; with nothing to compile or to time, say what happened instead.
+        compiled = f"{overall.cr.n} of {overall.cr.total}" if overall.cr.total else NO_CODE
+        beat = (f"{overall.fast1.n} of {overall.fast1.total} solved" if overall.fast1.total
+                else "none solved" if overall.cr.total else "-")
+        table.add_row(policy, f"{overall.er.n} of {overall.er.total}", compiled, beat,
                       speedup_words(median.value) + spread)
     return table
 
@@ -98,30 +143,43 @@ def _operators_table(policy: str, records: list[Any]) -> Table:
     return table
 
 
-def _finish(experiment, results, as_json: bool) -> None:
+def _finish(experiment, results, as_json: bool) -> str | None:
+    """Write the report, print the results, and return the line the command must end with when the run did
+    not do its job (the model failed, or no round produced code), else None."""
     from kernelsage.evals.metrics import summarize
     from kernelsage.evals.records import read_run_metadata
     from kernelsage.evals.report import write_report
+    from kernelsage.evals.verdict import run_problem
 
     by_policy = results
     metadata = read_run_metadata(experiment.run_dir)
     paths = write_report(by_policy, experiment.run_dir / "report", title=f"kernelsage run {experiment.run_id}",
-                         notes=metadata.notes if metadata else (),
+                         notes=metadata.report_notes() if metadata else (),
                          hot_rules=metadata.hot_rules if metadata else None)
     summaries = {p: summarize(records) for p, records in by_policy.items()}
     namespaces = {p: experiment.policy_namespace(p) for p in by_policy}
+    model = metadata.model if metadata and metadata.model else experiment.model
+    if metadata and metadata.endpoint:
+        model += f" at {metadata.endpoint}"
+    problem = run_problem(by_policy, model=model, stopped=metadata.stopped if metadata else None)
+    if problem:
+        problem += f"; records and report are in {experiment.run_dir}"
     if as_json:
         print_json({"run_id": experiment.run_id, "run_dir": str(experiment.run_dir),
                     "summary": {p: s.to_dict() for p, s in summaries.items()}, "namespaces": namespaces,
-                    "report": str(paths.html.resolve()), "markdown": str(paths.markdown.resolve())})
-        return
+                    "report": str(paths.html.resolve()), "markdown": str(paths.markdown.resolve()),
+                    "problem": problem})
+        return problem
     for policy, records in by_policy.items():
         console.print(_operators_table(policy, records))
     console.print(_summary_table(summaries))
+    if metadata and metadata.stopped:
+        say(metadata.report_notes()[-1])
     say(f"report: {paths.html}\nrecords: {experiment.run_dir}/<policy>.jsonl")
     say(f"memory: learned in {', '.join(namespaces.values())}")
     say(f"inspect it: kernelsage memory stats --run {experiment.run_id}"
         + (" --policy POLICY" if len(namespaces) > 1 else ""))
+    return problem
 
 
 def run(
@@ -150,11 +208,10 @@ def run(
 ) -> None:
     """Run a task stream: one episode per operator, the memory learning as it goes."""
     with exported_settings(shape_budget, memory_limit, time_limit, tolerance):
-        experiment = _experiment(policies=[policy], model=model, suite=suite, suite_format=suite_format, order=order,
-                                 seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
-                                 run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
-                                 params=param)
-        _finish(experiment, _execute(experiment, "run"), as_json)
+        _stream_command("run", as_json=as_json, policies=[policy], model=model, suite=suite,
+                        suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
+                        budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
+                        frozen_memory=frozen_memory, top_k=top_k, params=param)
 
 
 def compare(
@@ -185,11 +242,10 @@ def compare(
     if len(chosen) < 1:
         raise ConfigurationError("--policies needs at least one policy")
     with exported_settings(shape_budget, memory_limit, time_limit, tolerance):
-        experiment = _experiment(policies=chosen, model=model, suite=suite, suite_format=suite_format, order=order,
-                                 seed=seed, limit=limit, backend=backend, budget=budget, namespace=namespace,
-                                 run_id=run_id, run_dir=run_dir, frozen_memory=frozen_memory, top_k=top_k,
-                                 params=param)
-        _finish(experiment, _execute(experiment, "compare"), as_json)
+        _stream_command("compare", as_json=as_json, policies=chosen, model=model, suite=suite,
+                        suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
+                        budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
+                        frozen_memory=frozen_memory, top_k=top_k, params=param)
 
 
 def report(
@@ -197,17 +253,20 @@ def report(
     as_json: bool = JsonOption,
 ) -> None:
     """Write the Markdown and HTML reports of a finished (or interrupted) run."""
+    if not run_dir.is_dir():  # before the report's libraries load: a typo is refused at once
+        raise ConfigurationError(f"{run_dir}: no such run directory (one written by `kernelsage run` or `compare`, "
+                                 "e.g. runs/<run id>)")
+    files = sorted(run_dir.glob("*.jsonl"))
+    if not files:
+        raise ConfigurationError(f"{run_dir}: no <policy>.jsonl record files")
     from kernelsage.evals.metrics import summarize
     from kernelsage.evals.records import read_records, read_run_metadata
     from kernelsage.evals.report import write_report
 
-    files = sorted(run_dir.glob("*.jsonl"))
-    if not files:
-        raise ConfigurationError(f"{run_dir}: no <policy>.jsonl record files")
     by_policy = {f.stem: read_records(f) for f in files}
-    metadata = read_run_metadata(run_dir)  # the run's notes (e.g. the demo's) and its hot rules
+    metadata = read_run_metadata(run_dir)  # the run's notes (e.g. the demo's), why it stopped, its hot rules
     paths = write_report(by_policy, run_dir / "report", title=f"kernelsage run {run_dir.name}",
-                         notes=metadata.notes if metadata else (),
+                         notes=metadata.report_notes() if metadata else (),
                          hot_rules=metadata.hot_rules if metadata else None)
     if as_json:
         print_json({"report": str(paths.html.resolve()), "markdown": str(paths.markdown.resolve()),

@@ -11,19 +11,22 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableBinding
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kernelsage.errors import ConfigurationError
+from kernelsage.errors import ConfigurationError, ModelError
 from kernelsage.evals.records import (
     EpisodeRecord,
     HotRule,
     RunMetadata,
+    StreamStop,
     read_run_metadata,
     write_run_metadata,
 )
 from kernelsage.evals.stream import (
     StreamSettings,
+    StreamStopped,
     UnloadableTask,
     checkpointed,
     order_tasks,
@@ -78,6 +81,23 @@ class Experiment:
         return self.run_dir / f"{policy}.jsonl"
 
 
+class ExperimentStopped(ModelError):
+    """The model failed episode after episode, so the run stopped (run.json says so); the records written so
+    far come with it, by policy, for the report."""
+
+    def __init__(self, stop: StreamStop, results: dict[str, list[EpisodeRecord]]) -> None:
+        super().__init__(f"{stop.sentence()}; fix the endpoint and rerun with the same --run-id to go on")
+        self.stop = stop
+        self.results = results
+
+
+def model_endpoint(model: Any) -> str:
+    """The base URL an OpenAI-compatible chat model calls, or "" (a replayed or provider-default model)."""
+    while isinstance(model, RunnableBinding):  # bind_tools / bind wrap the model
+        model = model.bound
+    return str(getattr(model, "openai_api_base", None) or "")
+
+
 def stream_tasks(experiment: Experiment, report: LoadReport) -> list[Task | UnloadableTask]:
     """The experiment's stream from a loaded suite: a task that failed to load keeps its place and becomes a
     `harness_error` episode; a problem with no task id (a stray file) is reported and skipped."""
@@ -127,7 +147,7 @@ def hot_rules(store: MemoryStore, experiment: Experiment) -> dict[str, list[HotR
     return rules
 
 
-def _metadata(experiment: Experiment, model: str, url: str) -> RunMetadata:
+def _metadata(experiment: Experiment, model: str, url: str, endpoint: str = "") -> RunMetadata:
     from kernelsage.memory_backend.database import redact
 
     earlier = read_run_metadata(experiment.run_dir)
@@ -137,7 +157,7 @@ def _metadata(experiment: Experiment, model: str, url: str) -> RunMetadata:
         namespaces={p: experiment.policy_namespace(p) for p in experiment.policies},
         database=str(experiment.database) if experiment.database is not None else redact(url),
         frozen_memory=str(experiment.frozen_memory) if experiment.frozen_memory else None, notes=notes,
-        hot_rules=earlier.hot_rules if earlier else {},
+        hot_rules=earlier.hot_rules if earlier else {}, endpoint=endpoint,
     )
 
 
@@ -167,14 +187,15 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
     url = url or database_url()
     embeddings = make_embeddings()
     results: dict[str, list[EpisodeRecord]] = {}
-    metadata = _metadata(experiment, model_name(chat_model), url)
+    metadata = _metadata(experiment, model_name(chat_model), url, model_endpoint(chat_model))
+    stop: StreamStop | None = None
     write_run_metadata(experiment.run_dir, metadata)
     with MemoryStore.connect(url) as store, get_backend(experiment.backend) as backend:
         prepare_memories(store, experiment, embeddings, backend.name)
         builder = build_graph(models=chat_model, backend=backend, tasks=partial(find_task, suite),
                               memory_store=store, embeddings=embeddings, read_only=experiment.frozen_memory is not None)
         with checkpointed(builder, url) as graph, _progress(console) as progress:
-            for policy in experiment.policies:
+            for index, policy in enumerate(experiment.policies):
                 namespace = experiment.policy_namespace(policy)
                 settings = StreamSettings(run_id=f"{experiment.run_id}/{policy}", policy=policy, namespace=namespace,
                                           model=model_name(chat_model), backend=backend.name, budget=experiment.budget,
@@ -199,12 +220,21 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
                         on_record(policy, record)
 
                 memory_handle = partial(store.open, namespace, embeddings=embeddings, policy=policy, read_only=True)
-                results[policy] = run_stream(
-                    graph, tasks, settings=settings, context=context, records_path=experiment.records_path(policy),
-                    memory=(lambda m=memory_handle, p=policy: m() if p != "none" else None),
-                    on_state=show, on_record=recorded,
-                )
-        write_run_metadata(experiment.run_dir, metadata.model_copy(update={"hot_rules": hot_rules(store, experiment)}))
+                try:
+                    results[policy] = run_stream(
+                        graph, tasks, settings=settings, context=context, records_path=experiment.records_path(policy),
+                        memory=(lambda m=memory_handle, p=policy: m() if p != "none" else None),
+                        on_state=show, on_record=recorded,
+                    )
+                except StreamStopped as exc:  # the next policies would meet the same endpoint
+                    results[policy] = exc.records
+                    stop = StreamStop(policy=policy, reason=exc.reason, episodes=len(exc.records),
+                                      operators=len(tasks), not_run=experiment.policies[index + 1:])
+                    break
+        write_run_metadata(experiment.run_dir, metadata.model_copy(
+            update={"hot_rules": hot_rules(store, experiment), "stopped": stop}))
+    if stop is not None:
+        raise ExperimentStopped(stop, results)
     return results
 
 

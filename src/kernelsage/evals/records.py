@@ -75,6 +75,22 @@ class HotRule(_Record):
     tokens: int = 0
 
 
+class StreamStop(_Record):
+    """Why a run stopped before its stream was done: the model failed episode after episode."""
+
+    policy: str
+    reason: str
+    episodes: int  # the policy's episodes recorded when it stopped
+    operators: int  # the operators its stream asked for
+    not_run: list[str] = Field(default_factory=list)  # policies that never started
+
+    def sentence(self) -> str:
+        """The stop in one line, for the report, the summary and the command's last line."""
+        rest = f"; policies not run: {', '.join(self.not_run)}" if self.not_run else ""
+        return (f"the run stopped early: policy {self.policy} ran {self.episodes} of {self.operators} operators, "
+                f"because {self.reason}{rest}")
+
+
 class RunMetadata(_Record):
     """What a run directory's records do not say by themselves: how the run was made (kept in run.json,
     so a report written again later tells the same story)."""
@@ -88,6 +104,15 @@ class RunMetadata(_Record):
     frozen_memory: str | None = None
     notes: list[str] = Field(default_factory=list)  # shown at the top of every report of the run
     hot_rules: dict[str, list[HotRule]] = Field(default_factory=dict)  # policy -> hot memory at the end
+    endpoint: str = ""  # the model's base URL, when it has one
+    stopped: StreamStop | None = None  # set when the run stopped before its stream was done
+
+    def report_notes(self) -> list[str]:
+        """What every report of the run says at the top: its notes, then why it stopped, if it did."""
+        if self.stopped is None:
+            return list(self.notes)
+        sentence = self.stopped.sentence()
+        return [*self.notes, sentence[0].upper() + sentence[1:] + "."]
 
 
 def read_run_metadata(run_dir: Path | str) -> RunMetadata | None:
@@ -105,8 +130,11 @@ def read_run_metadata(run_dir: Path | str) -> RunMetadata | None:
 def write_run_metadata(run_dir: Path | str, metadata: RunMetadata) -> Path:
     """Write run.json whole (through a temporary file, so a reader never sees half of it)."""
     path = Path(run_dir) / RUN_METADATA
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, json.dumps(metadata.model_dump(mode="json"), indent=1) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, json.dumps(metadata.model_dump(mode="json"), indent=1) + "\n")
+    except OSError as exc:  # a read-only or misplaced run directory: one line, not a traceback
+        raise ConfigurationError(f"cannot write {path}: {exc.strerror or exc}; give a writable --run-dir") from exc
     return path
 
 

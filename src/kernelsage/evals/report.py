@@ -19,6 +19,8 @@ from kernelsage.evals.metrics import (
 )
 from kernelsage.evals.records import EpisodeRecord, HotRule
 from kernelsage.evals.report_plots import plot_all
+from kernelsage.evals.stream import is_harness_error
+from kernelsage.evals.verdict import produced_code, round_statuses
 
 COMPARISON_HEADERS = [
     "Policy", "Operators", "ER (solved)", "CR (compiled)", "Acc (correct)", "Fast1.0 (beat PyTorch)",
@@ -152,7 +154,7 @@ def write_report(
     replayed = replay_note(records_by_policy)
     if replayed and not any("replayed from a recording" in note for note in notes):
         notes = [replayed, *notes]
-    notes = [*notes, *_consistency_notes(rows)]
+    notes = [*notes, *_consistency_notes(rows), *_no_code_notes(records_by_policy)]
     plots = plot_all(records_by_policy, out_dir / "plots")
 
     markdown_path = out_dir / "report.md"
@@ -263,6 +265,17 @@ def _consistency_notes(rows: Sequence[ComparisonRow]) -> list[str]:
         return []
     return ["Warning: the policies did not run the same operators; "
             + ", ".join(f"{row.policy}: {len(row.task_ids)}" for row in rows) + "."]
+
+
+def _no_code_notes(records_by_policy: Mapping[str, Sequence[EpisodeRecord]]) -> list[str]:
+    # With no candidate, CR, Acc and Fast1.0 read "n/a (0/0)": say plainly that nothing was written, and why.
+    notes = []
+    for policy, records in records_by_policy.items():
+        runnable = [r for r in records if not is_harness_error(r)]
+        if runnable and not produced_code(runnable):
+            notes.append(f"Policy {policy}: no code was produced ({round_statuses(runnable)}), so CR, Acc and "
+                         "Fast1.0 are undefined.")
+    return notes
 
 
 def _markdown(title: str, notes: Sequence[str], tables: Sequence[_Table | _List],

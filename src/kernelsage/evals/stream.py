@@ -73,6 +73,16 @@ def order_tasks(tasks: Sequence[StreamTask], order: str, *, seed: int = 0) -> li
     raise ConfigurationError(f"unknown order {order!r}; use one of {', '.join(ORDERS)}")
 
 
+class StreamStopped(ModelError):
+    """The model failed MAX_FAILED_EPISODES episodes in a row, so the stream stopped; the records written
+    so far come with it (`reason` is the message without its advice)."""
+
+    def __init__(self, reason: str, records: list[EpisodeRecord]) -> None:
+        super().__init__(f"{reason}: stopping the stream; fix the endpoint and rerun with the same --run-id to go on")
+        self.reason = reason
+        self.records = records
+
+
 @dataclass(frozen=True)
 class UnloadableTask:
     """A task of the suite that did not load: it keeps its place in the stream as a harness_error episode."""
@@ -309,12 +319,11 @@ def _record_cases(task: Task, records_path: Path) -> str | None:
     return problem
 
 
-def _stop_when_the_model_keeps_failing(records: Sequence[EpisodeRecord]) -> None:
-    """An endpoint that failed MAX_FAILED_EPISODES episodes in a row would fail the rest too: stop with one
-    line (the recorded episodes stay; rerunning the run id resumes after them). Tasks the harness could not
+def _stop_when_the_model_keeps_failing(records: list[EpisodeRecord]) -> None:
+    """An endpoint that failed MAX_FAILED_EPISODES episodes in a row would fail the rest too: stop, handing
+    back the records (they stay on disk; rerunning the run id resumes after them). Tasks the harness could not
     run say nothing about the model and are passed over."""
     recent = [r for r in records if not is_harness_error(r)][-MAX_FAILED_EPISODES:]
     if len(recent) == MAX_FAILED_EPISODES and all(r.failure for r in recent):
-        raise ModelError(f"the model failed {MAX_FAILED_EPISODES} episodes in a row ({recent[-1].task_id}: "
-                         f"{recent[-1].failure}): stopping the stream; fix the endpoint and rerun with the same "
-                         f"--run-id to go on")
+        raise StreamStopped(f"the model failed {MAX_FAILED_EPISODES} episodes in a row ({recent[-1].task_id}: "
+                            f"{recent[-1].failure})", records)

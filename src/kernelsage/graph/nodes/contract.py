@@ -10,11 +10,12 @@ essentials of each ABI header (`*.h`). A backend with neither contributes no tex
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 
-from kernelsage.tasks.model import Task, describe_interface
+from kernelsage.tasks.model import Task, TestCase, describe_interface
 
 CONTRACT_FILE = "prompt_contract.md"
 DETAILS_MARK = "<!-- details -->"
@@ -24,10 +25,13 @@ _interfaces: dict[tuple[str, int, bool], str] = {}
 _lock = threading.Lock()
 
 
+RULES_HEADING = "Contract"  # the line of a header's leading comment where its rules start
+
+
 @cache
 def kernel_contract(backend: str, compact: bool = False) -> str:
-    """The essentials of the backend's ABI header as a fenced C block; `compact` leaves out the header's
-    leading comment (a prompt shrunk to fit the model's window keeps the declarations)."""
+    """The essentials of the backend's ABI header as a fenced C block; `compact` keeps only the rules of the
+    header's leading comment (a prompt shrunk to fit the model's window keeps the rules and declarations)."""
     try:
         package = resources.files(f"kernelsage.tools.{backend}")
     except ModuleNotFoundError:
@@ -37,9 +41,22 @@ def kernel_contract(backend: str, compact: bool = False) -> str:
     for header in headers:
         text = header_essentials(header.read_text(encoding="utf-8"))
         if compact and text.startswith("/*"):
-            text = text[text.find("*/") + 2:].strip()
+            text = compact_comment(text)
         parts.append(f"```c\n// {header.name}: #include it\n{text}\n```")
     return "\n\n".join(parts) or f"(the {backend} backend documents no ABI header: follow the interface below)"
+
+
+def compact_comment(text: str) -> str:
+    """`text` (a header's essentials) with its leading comment cut to the rules: from the line that reads
+    RULES_HEADING to the comment's end. The rules (every output element written, return 0) are what a kernel
+    fails without; the prose before them repeats the declarations. No rules heading: no comment."""
+    end = text.find("*/") + 2
+    comment, rest = text[:end], text[end:].strip()
+    lines = comment.split("\n")
+    start = next((n for n, line in enumerate(lines) if line.strip(" *") == RULES_HEADING), None)
+    if start is None:
+        return rest
+    return "/*\n" + "\n".join(lines[start:]) + "\n" + rest
 
 
 def written_contract(package: Traversable, compact: bool) -> str:
@@ -100,11 +117,11 @@ def task_interface(task: Task, compact: bool = False) -> str:
         known = _interfaces.get(key)
     if known is not None:
         return known
-    shown = task.cases[:COMPACT_CASES_SHOWN if compact else MAX_CASES_SHOWN]
+    shown = cases_shown(task.cases, COMPACT_CASES_SHOWN if compact else MAX_CASES_SHOWN)
     parts = [describe_interface(task, case) for case in shown]
     left = len(task.cases) - len(shown)
     if left > 0:
-        parts.append(f"... and {left} more cases of the same form (other shapes and dtypes)")
+        parts.append(f"... and {left} more case(s) of the same form (other shapes; every dtype is shown above)")
     dtypes = sorted({case.dtype for case in task.cases})
     branch = "Branch on each tensor's dtype; read" if len(dtypes) > 1 else "Read"
     header = (f"{len(task.cases)} test case(s), dtypes {', '.join(dtypes)}; the timing uses a larger "
@@ -113,3 +130,17 @@ def task_interface(task: Task, compact: bool = False) -> str:
     with _lock:
         _interfaces[key] = text
     return text
+
+
+def cases_shown(cases: Sequence[TestCase], limit: int) -> list[TestCase]:
+    """The cases a prompt shows, in their order: the first of every dtype (a kernel must branch on each,
+    whatever the limit), then the earliest others up to `limit`."""
+    firsts: dict[str, int] = {}
+    for index, case in enumerate(cases):
+        firsts.setdefault(case.dtype, index)
+    chosen = set(firsts.values())
+    for index in range(len(cases)):
+        if len(chosen) >= limit:
+            break
+        chosen.add(index)
+    return [case for index, case in enumerate(cases) if index in chosen]

@@ -7,9 +7,18 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from kernelsage.errors import ContextOverflowError
 from kernelsage.graph.state import EpisodeState, stage_of
-from kernelsage.models.limits import ModelLimits, estimate_tokens
+from kernelsage.models.limits import (
+    MODEL_CONTEXT_ENV,
+    MODEL_MAX_TOKENS_ENV,
+    WINDOW_MARGIN,
+    ModelLimits,
+    estimate_tokens,
+    tokens_for_chars,
+)
 from kernelsage.models.retry import invoke_with_retry
+from kernelsage.models.turns import alternating
 
 TRUNCATED_FINISH_REASONS = ("length", "max_tokens")  # OpenAI-compatible servers; Anthropic
 
@@ -30,8 +39,14 @@ def run_config(state: EpisodeState, role: str, model_name: str, *, round_no: int
 def call_model(model: BaseChatModel, messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
     """One model call with retries for transient faults; the answer as an AIMessage.
 
-    Raises `ModelCallError` (the caller records it and goes on) or `ModelError` (nothing can go on)."""
-    answer = invoke_with_retry(model, messages, config=config)
+    The conversation goes out with alternating turns (`kernelsage.models.turns`): strict chat templates
+    reject two user turns in a row. Raises `ModelCallError` (the caller records it and goes on) or
+    `ModelError` (nothing can go on); `ContextOverflowError`, before anything is sent, when the prompt
+    cannot fit the configured window (`window_problem`)."""
+    problem = window_problem(messages)
+    if problem is not None:
+        raise ContextOverflowError(problem)
+    answer = invoke_with_retry(model, alternating(messages), config=config)
     return answer if isinstance(answer, AIMessage) else AIMessage(content=str(answer))
 
 
@@ -59,5 +74,19 @@ def prompt_tokens(answer: AIMessage, messages: list[BaseMessage]) -> int:
 def fits_window(messages: list[BaseMessage]) -> bool:
     """Whether the prompt leaves room for the answer in the configured context window (always, when the
     window is not configured: then only the server's answer tells)."""
-    budget = ModelLimits.from_env().prompt_budget_chars()
-    return budget is None or sum(len(text_of(m)) for m in messages) <= budget
+    return window_problem(messages) is None
+
+
+def window_problem(messages: list[BaseMessage]) -> str | None:
+    """Why the prompt cannot fit the configured window next to the output limit, naming the sizes; None
+    when it fits or the window is not configured (`KERNELSAGE_MODEL_CONTEXT`)."""
+    limits = ModelLimits.from_env()
+    budget = limits.prompt_budget_chars()
+    chars = sum(len(text_of(m)) for m in messages)
+    if budget is None or chars <= budget:
+        return None
+    return (f"the prompt ({chars:,} characters, about {tokens_for_chars(chars):,} tokens) does not fit "
+            f"{MODEL_CONTEXT_ENV}={limits.context_window} next to the output limit of {limits.max_tokens:,} "
+            f"tokens ({MODEL_MAX_TOKENS_ENV}) with a {WINDOW_MARGIN:.0%} margin: it leaves room for about "
+            f"{limits.prompt_budget_tokens():,} prompt tokens, so it was not sent; raise {MODEL_CONTEXT_ENV} if "
+            f"the model's window is larger, or lower {MODEL_MAX_TOKENS_ENV}")

@@ -36,6 +36,7 @@ from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState, shown_items, stage_of
 from kernelsage.models.factory import model_name
 from kernelsage.models.limits import ModelLimits
+from kernelsage.models.turns import alternating
 from kernelsage.parsing import format_parse_feedback, parse_answer
 
 
@@ -89,7 +90,9 @@ def write_candidate(*, role: str, model: BaseChatModel, resources: AgentResource
         tokens = prompt_tokens(answer, messages)
         if is_truncated(answer):
             status, detail = "truncated", "the answer was cut off at the output limit"
-            messages = [*base, HumanMessage(truncation_feedback())]
+            # The cut answer is not sent back, so the request joins the prompt's user turn: two user turns
+            # in a row are rejected by strict chat templates (kernelsage.models.turns).
+            messages = alternating([*base, HumanMessage(truncation_feedback())])
             continue
         try:
             parsed = parse_answer(text_of(answer), expected_files=resources.backend.candidate_files,

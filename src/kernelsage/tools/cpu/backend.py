@@ -22,8 +22,8 @@ from kernelsage.tools.cpu import build
 from kernelsage.tools.cpu.abi import HEADER
 from kernelsage.tools.cpu.binaries import build_runner
 from kernelsage.tools.cpu.cache import BuildCache
+from kernelsage.tools.cpu.contents import DEFAULT_SETS
 from kernelsage.tools.cpu.jobs import read_library
-from kernelsage.tools.cpu.profile import DEFAULT_SETS
 from kernelsage.tools.diagnostics import parse_compiler_output
 from kernelsage.tools.isolated_backend import IsolatedBackend
 from kernelsage.tools.isolation import Isolation, give_to_sandbox

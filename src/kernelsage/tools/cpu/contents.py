@@ -26,11 +26,16 @@ import torch
 from kernelsage.tasks.model import TestCase
 from kernelsage.tools.compare import all_close
 from kernelsage.tools.cpu.judge import Prepared, run_reference
+from kernelsage.tools.timing import MIN_UNSEEN
 
 WEIGHT_LOW, WEIGHT_HIGH = 0.25, 0.75
 OFFSETS = 1 << 16  # distinct windows into the weights
 ELEMENTWISE, WHOLE = "elementwise", "whole"
 NORMALISED_RTOL = 1e-3
+DEFAULT_SETS = 4  # at most; fewer (never under 2) when one set's inputs are large, see `input_sets`
+INPUT_BUDGET = 32 << 20  # bytes of inputs the sets may take together before their number shrinks
+UNSEEN_BUDGET = 32 << 20  # bytes of inputs the unseen instances of one profile may take together
+MOST_UNSEEN = 16
 
 
 def blend_kind(values: Sequence[torch.Tensor]) -> str:
@@ -66,6 +71,25 @@ def _normalised_rows(tensor: torch.Tensor) -> bool:
                 <= NORMALISED_RTOL * float(measure[0].abs()):
             return True
     return False
+
+
+def input_sets(most: int, set_bytes: int) -> int:
+    """How many input sets to rotate over: up to `most`, as many as fit INPUT_BUDGET, never fewer than 2.
+
+    Two sets already defeat what rotation is for (an output slot always holds another set's answer, a
+    skipped call leaves poison, the inputs' swap catches address-keyed caches); each further set costs its
+    inputs' generation and reference, about 70 ms for a 2048 x 2048 float32 input on two cores.
+    """
+    return max(2, min(most, INPUT_BUDGET // max(set_bytes, 1)))
+
+
+def unseen_calls(set_bytes: int) -> int:
+    """How many timed calls get a whole instance no call had: enough for `slower_on_unseen` to tell (at least
+    MIN_UNSEEN, more while their inputs fit UNSEEN_BUDGET). Element-wise blends too: each element still moves
+    only between its sets' values, and bounds learned per element over early calls let a reduction such as a
+    row maximum skip most of its reads (a 2-3.6x gain measured, tests/tools/test_attacks_state.py).
+    """
+    return max(MIN_UNSEEN, min(MOST_UNSEEN, UNSEEN_BUDGET // max(set_bytes, 1)))
 
 
 @dataclass(frozen=True)

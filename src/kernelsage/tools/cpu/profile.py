@@ -62,7 +62,7 @@ from kernelsage.tools.compare import (
     poison_at,
 )
 from kernelsage.tools.cpu.arena import SLOT_ALIGNMENT, align
-from kernelsage.tools.cpu.contents import FreshContents, bits
+from kernelsage.tools.cpu.contents import DEFAULT_SETS, FreshContents, bits, input_sets, unseen_calls
 from kernelsage.tools.cpu.judge import (
     Emit,
     HarnessFailure,
@@ -78,12 +78,8 @@ from kernelsage.tools.cpu.judge import (
 from kernelsage.tools.cpu.runner import Runner, RunnerFailed
 from kernelsage.tools.cpu.verdicts import OutputCheck
 from kernelsage.tools.results import Status
-from kernelsage.tools.timing import MIN_UNSEEN, slower_on_unseen, timing_from_samples
+from kernelsage.tools.timing import slower_on_unseen, timing_from_samples
 
-DEFAULT_SETS = 4  # at most; fewer (never under 2) when one set's inputs are large, see `input_sets`
-INPUT_BUDGET = 32 << 20  # bytes of inputs the sets may take together before their number shrinks
-UNSEEN_BUDGET = 32 << 20  # bytes of inputs the unseen instances of one profile may take together
-MOST_UNSEEN = 16
 UNSEEN_TRIAL = 1000  # seeds of unseen instances: case_seed(seed, UNSEEN_TRIAL + j, 0), apart from the sets'
 SAMPLED = 1024  # positions poisoned before, and fresh positions checked after, each call on a large output
 INPUT_SAMPLED = 256  # positions of each input checked unchanged after each call
@@ -145,25 +141,6 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
         "fresh_inputs": contents is not None, "unseen_calls": unseen,
         "contents": "repeated" if contents is None else "elementwise" if contents.elementwise else "whole",
     }})
-
-
-def input_sets(most: int, set_bytes: int) -> int:
-    """How many input sets to rotate over: up to `most`, as many as fit INPUT_BUDGET, never fewer than 2.
-
-    Two sets already defeat what rotation is for (an output slot always holds another set's answer, a
-    skipped call leaves poison, the inputs' swap catches address-keyed caches); each further set costs its
-    inputs' generation and reference, about 70 ms for a 2048 x 2048 float32 input on two cores.
-    """
-    return max(2, min(most, INPUT_BUDGET // max(set_bytes, 1)))
-
-
-def unseen_calls(set_bytes: int) -> int:
-    """How many timed calls get a whole instance no call had: enough for `slower_on_unseen` to tell (at least
-    MIN_UNSEEN, more while their inputs fit UNSEEN_BUDGET). Element-wise blends too: each element still moves
-    only between its sets' values, and bounds learned per element over early calls let a reduction such as a
-    row maximum skip most of its reads (a 2-3.6x gain measured, tests/tools/test_attacks_state.py).
-    """
-    return max(MIN_UNSEEN, min(MOST_UNSEEN, UNSEEN_BUDGET // max(set_bytes, 1)))
 
 
 @dataclass
