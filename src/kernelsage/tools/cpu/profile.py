@@ -170,7 +170,7 @@ class _Timed:
         self.seed = seed
         self.custom = custom  # the task's own precision rule, where it has one
         self.contents = contents
-        self.answers: dict[int, tuple[int, tuple[torch.Tensor, ...]]] = {}  # per set: its last (call, answer)
+        self.answers: dict[int, tuple[int, tuple[torch.Tensor, ...]]] = {}  # per place: its last (call, answer)
         self.random = random.Random(seed)
         self.generator = torch.Generator().manual_seed(seed)
         self.data_of = list(range(len(prepared)))  # which set's data set s's calls see
@@ -264,9 +264,8 @@ class _Timed:
         judge.phase("compare")
         runner.settled()
         self.check(call)
-        if call.data >= 0:
-            self.answers[call.set_id] = (call.number, call.expected)
-        elif self.contents is not None:
+        self.answers[call.set_id] = (call.number, call.expected)
+        if call.data < 0 and self.contents is not None:
             self.contents.restore(call.set_id)  # the unseen instance overwrote the set's inputs
         return seconds
 
@@ -341,12 +340,12 @@ class _Timed:
         self.check_inputs(call)
 
     def stale(self, call: _Call, index: int, output: torch.Tensor) -> bool:
-        """Does the output equal (at random positions) the answer of other inputs: another set's, or (with fresh
-        contents) the last call's on any set (an answer replayed for an address or a set)?"""
+        """Does the output equal (at random positions) the answer of other inputs: the last call's at any set's
+        place (unseen instances included), or another set's (an answer replayed for an address or a set)?"""
         positions = self.positions(output, SAMPLED)
-        others = [answer for number, answer in self.answers.values() if number != call.number] \
-            if self.contents is not None else \
-            [item.expected for other, item in enumerate(self.prepared) if other != call.data]
+        others = [answer for number, answer in self.answers.values() if number != call.number]
+        if self.contents is None:
+            others += [item.expected for other, item in enumerate(self.prepared) if other != call.data]
         return output.numel() > 0 and any(answer is not None and classify(
             [compare_at(answer[index], output, positions, call.item.tolerances[index], -1)])
             is Status.OK for answer in others)
