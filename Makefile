@@ -5,7 +5,7 @@ VENV := .venv
 
 .PHONY: setup demo test
 
-$(VENV)/.installed: pyproject.toml scripts/install.sh
+$(VENV)/.installed: pyproject.toml scripts/install.sh scripts/pgvector_for_this_cpu.sh
 	bash scripts/install.sh
 	touch $@
 

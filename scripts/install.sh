@@ -26,4 +26,6 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[embedded,local-embeddings,dev]"
+# the wheel's pgvector is built for AVX-512 CPUs: where it cannot run, build it for this one
+bash scripts/pgvector_for_this_cpu.sh .venv/bin/python
 echo "kernelsage installed in .venv: try '.venv/bin/kernelsage --version'"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from kernelsage.memory_backend.database import open_pool
+from kernelsage.memory_backend.embedded import VECTOR_PROBE, crash_message
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.store import MemoryStore
 from kernelsage.tasks.loaders import LoadReport, load_suite
@@ -19,9 +21,27 @@ from tests.graph.fakes import fake_embeddings
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A fresh embedded PostgreSQL 18 + pgvector server, deleted when the session ends."""
     pgserver = pytest.importorskip("pgserver", reason="the embedded server (kernelsage[embedded]) is required")
-    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="delete")
+    data_dir = tmp_path_factory.mktemp("pgdata")
+    server = pgserver.get_server(data_dir, cleanup_mode="delete")
+    _stop_unless_vectors_work(server.get_uri(), data_dir)
     yield server.get_uri()
     server.cleanup()
+
+
+def _stop_unless_vectors_work(url: str, data_dir: Path) -> None:
+    """One line instead of a hundred 'server closed the connection' failures when pgvector cannot run here."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(VECTOR_PROBE)
+    except psycopg.OperationalError:
+        log = (data_dir / "log").read_text(errors="replace") if (data_dir / "log").exists() else ""
+        message = crash_message(log, data_dir)
+        if message is not None:
+            pytest.exit(f"{message} (scripts/pgvector_for_this_cpu.sh builds one)", returncode=1)
+        raise
 
 
 @pytest.fixture(scope="session")
