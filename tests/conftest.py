@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernelsage.memory_backend.database import open_pool
-from kernelsage.memory_backend.embedded import VECTOR_PROBE, crash_message
+from kernelsage.memory_backend.embedded import VECTOR_PROBE, crash_in_log
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.store import MemoryStore
 from kernelsage.tasks.loaders import LoadReport, load_suite
@@ -37,8 +37,7 @@ def _stop_unless_vectors_work(url: str, data_dir: Path) -> None:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             conn.execute(VECTOR_PROBE)
     except psycopg.OperationalError:
-        log = (data_dir / "log").read_text(errors="replace") if (data_dir / "log").exists() else ""
-        message = crash_message(log, data_dir)
+        message = crash_in_log(data_dir)
         if message is not None:
             pytest.exit(f"{message} (scripts/pgvector_for_this_cpu.sh builds one)", returncode=1)
         raise

@@ -118,14 +118,28 @@ def _check_vectors(url: str, target: Path) -> None:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             conn.execute(VECTOR_PROBE)
     except psycopg.Error:
+        message = crash_in_log(target)
+        if message is not None:
+            raise DatabaseError(message) from None
+        # anything else (two processes creating the extension at once, say) is for the migrations to meet
+
+
+def crash_in_log(target: Path, wait_s: float = 5.0) -> str | None:
+    """`crash_message` for the server log in `target`, read until the crash shows or `wait_s` has passed:
+    the client sees its connection close before the postmaster logs how the backend died (seen: CI's
+    probe read the log first and missed the illegal instruction)."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
         try:
             log = (target / "log").read_text(errors="replace")
         except OSError:
             log = ""
         message = crash_message(log, target)
-        if message is not None:
-            raise DatabaseError(message) from None
-        # anything else (two processes creating the extension at once, say) is for the migrations to meet
+        if message is not None or time.monotonic() >= deadline:
+            return message
+        time.sleep(0.1)
 
 
 def crash_message(log: str, target: Path) -> str | None:

@@ -12,7 +12,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from kernelsage.memory_backend.embedded import VECTOR_PROBE, crash_message
+from kernelsage.memory_backend.embedded import VECTOR_PROBE, crash_in_log
 
 WORKS, CRASHES, OTHER = 0, 3, 1
 
@@ -31,9 +31,7 @@ def probe(data_dir: Path) -> tuple[int, str]:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
                 conn.execute(VECTOR_PROBE)
         except psycopg.Error as exc:
-            log = (data_dir / "log").read_text(errors="replace") if (data_dir / "log").exists() else ""
-            message = crash_message(log, data_dir)
-            if message is not None:
+            if crash_in_log(data_dir) is not None:
                 _kill(server)  # after the crash, a clean stop waits out its whole timeout (60 s, seen)
                 return CRASHES, "pgvector crashes on this CPU (illegal instruction): its build needs instructions " \
                                 "this machine lacks"
