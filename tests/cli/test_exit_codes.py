@@ -145,3 +145,18 @@ def test_the_interrupted_line_names_only_what_exists(tmp_path: Path) -> None:
     assert "before any episode finished" in started and "kernelsage compare --run-id r1" in started
     (run_dir / "sage.jsonl").write_text('{"a": 1}\n{"a": 2}\n')
     assert interrupted_message(run_dir, "r1", "run").startswith(f"interrupted: 2 finished episodes are kept in {run_dir}")
+
+
+def test_ctrl_c_stops_the_demo_within_seconds_and_says_how_to_start_again(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {"KERNELSAGE_HOME": str(tmp_path / "home"),
+                                                                        "COLUMNS": "400"}
+    process = subprocess.Popen([sys.executable, "-m", "kernelsage", "demo", "--out", str(tmp_path / "demo")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    assert process.stdout is not None
+    assert "replayed from a recording" in process.stdout.readline()  # the demo has started its stream
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    took = time.monotonic() - signalled
+    assert process.returncode == 130 and took < 20, (took, stderr)
+    assert "interrupted: the demo stopped" in stderr and "Traceback" not in stderr, stderr

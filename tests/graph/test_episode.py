@@ -43,6 +43,7 @@ def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded,
 
     memory = store.open(namespace, embeddings=fake_embeddings())
     assert memory.stats()["episodes"] == 1
+    assert memory.stats()["last_episode_params"]["top_k"] == 2  # the run's own setting, not the default 6
     for item_id in shown:  # first update: eta = 1, so u is the credit itself
         assert memory.get_item(item_id).utility == pytest.approx(expected[str(item_id)])
     lessons = [memory.get_item(i) for i in memory_report["new_items"]]
@@ -50,3 +51,31 @@ def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded,
                                                "Drop redundant passes over memory."]
     assert "compile error" in lessons[0].evidence and lessons[0].code_example.startswith("---")
     assert state["result"]["solved"] and state["result"]["rounds"] == 3
+
+
+def test_a_run_top_k_above_the_pool_size_is_recorded_as_the_pool_retrieval_reads(store: MemoryStore, cpu_backend,
+                                                                                 namespace: str) -> None:
+    from kernelsage.graph.context import Context
+    from kernelsage.graph.resources import AgentModels, AgentResources
+
+    resources = AgentResources(models=AgentModels(generator=None), backend=cpu_backend, tasks=lambda _: None,
+                               memory_store=store, embeddings=fake_embeddings())
+    params = resources.memory(Context(namespace=namespace, top_k=64, seed_knowledge=False)).params
+    assert (params.top_k, params.pool_size) == (64, 64)  # retrieval reads max(pool_size, k) items
+    assert resources.memory(Context(namespace=namespace, seed_knowledge=False)).params.top_k == store.params.top_k
+
+
+def test_the_same_lesson_taught_twice_in_one_episode_is_stored_once(episode, store: MemoryStore,
+                                                                      namespace: str) -> None:
+    state, _ = episode([
+        candidate(BROKEN),                                      # round 1: does not compile
+        "Add the missing semicolon.",                           # the diagnosis
+        candidate(SLOW),                                        # round 2: correct, slow
+        candidate(example_source("l1_relu")),                   # round 3: faster
+        "- Parallelise the outermost loop.\n- parallelise the  outermost loop.",  # one lesson for both transitions
+    ], budget=3, seed_knowledge=False)
+
+    memory = store.open(namespace, embeddings=fake_embeddings())
+    lessons = [memory.get_item(i) for i in state["memory_update"]["new_items"]]
+    assert [item.text for item in lessons] == ["Parallelise the outermost loop."]
+    assert "fixed a compile error" in lessons[0].evidence and "made it faster" in lessons[0].evidence

@@ -92,6 +92,26 @@ def test_a_miss_shows_the_lines_that_differ_from_the_nearest_recording(tmp_path:
     assert difference == ["-The kernel wrote every element.\",", "+The kernel never wrote some elements.\","]
 
 
+def test_a_divergence_handler_gets_the_nearest_answer_of_the_same_node_and_hears_what_differed(
+        tmp_path: Path) -> None:
+    verdict = "# Round <num> of task l2_softmax\nverdict: {}\nWrite the next kernel."
+    other_node = [SystemMessage("You diagnose."), HumanMessage("What went wrong?"), AIMessage("hm"),
+                  HumanMessage("Say more.")]
+    cassette = record(tmp_path, ["next kernel", "diagnosis", "unrelated"],
+                      [[SystemMessage("You write kernels."), HumanMessage(verdict.format("ok"))], other_node,
+                       [SystemMessage("You write kernels."), HumanMessage("Write mul for task l1_mul.")]])
+    heard: list[str] = []
+    replay = ReplayChatModel(cassette, on_divergence=heard.append)
+
+    slower = [SystemMessage("You write kernels."), HumanMessage(verdict.format("timeout"))]
+    assert replay.invoke(slower).content == "next kernel"  # the same node's nearest recorded request
+    assert heard == ["Nearest recorded request differs in:\n-verdict: ok\n+verdict: timeout"]
+    with pytest.raises(CassetteMissError):  # no recorded exchange of that shape: still a miss
+        replay.invoke([HumanMessage("alone")])
+    with pytest.raises(CassetteMissError):  # without a handler a divergence is a miss, as always
+        ReplayChatModel(cassette).invoke(slower)
+
+
 def test_same_request_recorded_twice_is_served_in_order_then_repeats_the_last(tmp_path: Path) -> None:
     cassette = record(tmp_path, ["first", "second"], [PROMPT, PROMPT])
     replay = ReplayChatModel(cassette)

@@ -103,9 +103,11 @@ def inspect_commands(out_dir: Path) -> list[str]:
             f"kernelsage memory show --db {db} --run {RUN_ID}"]
 
 
-def run_demo(*, model: BaseChatModel, out_dir: Path, console: Console) -> dict[str, Any]:
+def run_demo(*, model: BaseChatModel, out_dir: Path, console: Console,
+             divergences: list[str] | None = None) -> dict[str, Any]:
     """The demo stream in a fresh embedded database kept under `out_dir/db`; returns the records, the hot
-    rules and the report paths."""
+    rules and the report paths. `divergences` (filled by the replay while it runs) are the requests that
+    differed from the recording; the report says how many."""
     from kernelsage.evals.report import write_report
 
     console.print(f"[bold yellow]{escape(REPLAY_NOTE)}[/]\n")
@@ -126,7 +128,12 @@ def run_demo(*, model: BaseChatModel, out_dir: Path, console: Console) -> dict[s
     console.print("\n[bold]hot memory after the stream[/]")
     for rule in hot:
         console.print(f"  - id {rule['id']}: {escape(rule['text'])}", highlight=False)
-    paths = write_report(results, out_dir / "report", title="kernelsage demo", notes=[REPLAY_NOTE], hot_rules=rules)
+    notes = [REPLAY_NOTE]
+    if divergences:
+        notes.append(f"On this machine {len(divergences)} model request(s) differed from the recording's (a round "
+                     "judged differently, e.g. by a time limit or a speed verdict on a busier machine); each was "
+                     "answered with the nearest recorded answer of the same step.")
+    paths = write_report(results, out_dir / "report", title="kernelsage demo", notes=notes, hot_rules=rules)
     console.print(f"\nreport: {paths.html}\nmarkdown: {paths.markdown}", highlight=False, soft_wrap=True)
     console.print(f"memory: {database} (namespace {experiment.policy_namespace(POLICY)}); inspect it with",
                   highlight=False, soft_wrap=True)

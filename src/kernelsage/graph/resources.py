@@ -58,6 +58,10 @@ class AgentResources:
         if self.memory_store is None or context.policy == "none":
             return None
         params = self.memory_store.params.with_overrides(**context.params)
+        if context.top_k is not None:
+            # recorded with each episode as what retrieval really did: the relevance pool it reads is
+            # max(pool_size, k), so a top_k above pool_size widens the pool (retrieval.retrieve)
+            params = params.with_overrides(top_k=context.top_k, pool_size=max(params.pool_size, context.top_k))
         key = (context.namespace, context.policy, repr(params))
         with self._lock:
             if key not in self._memories:

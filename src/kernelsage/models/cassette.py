@@ -234,6 +234,7 @@ class _Cassette:
         self.path = path
         self.answers: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.requests: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []  # beside `requests`, in recorded order
         self.served: dict[str, int] = defaultdict(int)
         self.lock = threading.Lock()
         for number, line in enumerate(_read_lines(path), start=1):
@@ -241,6 +242,7 @@ class _Cassette:
                 exchange = json.loads(line)
                 self.answers[exchange["key"]].append(exchange["response"])
                 self.requests.append(exchange.get("request") or {})
+                self.responses.append(exchange["response"])
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise ModelError(
                     f"cassette {path} line {number} is not a recorded exchange ({exc}): re-record it"
@@ -255,6 +257,18 @@ class _Cassette:
             self.served[key] += 1
             return answers[position]
 
+    def nearest(self, request: dict[str, Any]) -> int | None:
+        """The recorded exchange most like `request`: among those with as many messages and the same tools
+        (the same node asking), the most similar canonical text."""
+        wanted = _request_lines(request)
+        alike = [n for n, recorded in enumerate(self.requests)
+                 if len(recorded.get("messages", ())) == len(request["messages"])
+                 and recorded.get("tools", []) == request["tools"]]
+        if not alike:
+            return None
+        return max(alike, key=lambda n: difflib.SequenceMatcher(None, _request_lines(self.requests[n]),
+                                                                wanted).ratio())
+
     def nearest_difference(self, request: dict[str, Any], limit: int = 12) -> str:
         """How `request` differs from the most similar recorded one (canonical text, a few diff lines)."""
         wanted = _request_lines(request)
@@ -262,11 +276,20 @@ class _Cassette:
         if not recorded:
             return ""
         nearest = max(recorded, key=lambda lines: difflib.SequenceMatcher(None, lines, wanted).ratio())
-        diff = difflib.unified_diff(nearest, wanted, "recorded", "asked", n=0, lineterm="")
-        changed = [line if len(line) <= 160 else line[:160] + "..." for line in diff
-                   if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-        shown = "\n".join(changed[:limit]) + (f"\n... {len(changed) - limit} more" if len(changed) > limit else "")
-        return f"Nearest recorded request differs in:\n{shown}" if changed else ""
+        return _difference(nearest, wanted, limit)
+
+    def difference_from(self, position: int, request: dict[str, Any], limit: int = 12) -> str:
+        """How `request` differs from the recorded request at `position`."""
+        return _difference(_request_lines(self.requests[position]), _request_lines(request), limit)
+
+
+def _difference(recorded: list[str], wanted: list[str], limit: int) -> str:
+    """The changed lines between a recorded request and an asked one, the first `limit` of them."""
+    diff = difflib.unified_diff(recorded, wanted, "recorded", "asked", n=0, lineterm="")
+    changed = [line if len(line) <= 160 else line[:160] + "..." for line in diff
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    shown = "\n".join(changed[:limit]) + (f"\n... {len(changed) - limit} more" if len(changed) > limit else "")
+    return f"Nearest recorded request differs in:\n{shown}" if changed else ""
 
 
 def _request_lines(request: dict[str, Any]) -> list[str]:
@@ -292,6 +315,10 @@ class ReplayChatModel(_CassetteModel):
 
     path: Path
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    # None: a miss raises. A callable: a miss is answered with the nearest recorded exchange of the same node,
+    # and the callable hears how the request differed (a replay on a slower machine, whose verdicts differ
+    # from the recording's, goes on and says so instead of stopping).
+    on_divergence: Any = None
     _cassette: _Cassette = PrivateAttr()
 
     def __init__(self, path: Path | str, **kwargs: Any) -> None:
@@ -319,6 +346,12 @@ class ReplayChatModel(_CassetteModel):
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         key = request_key(messages, self.tools)
         answer = self._cassette.next_answer(key)
+        if answer is None and self.on_divergence is not None:
+            request = canonical_request(messages, self.tools)
+            position = self._cassette.nearest(request)
+            if position is not None:
+                self.on_divergence(self._cassette.difference_from(position, request))
+                answer = self._cassette.responses[position]
         if answer is None:
             difference = self._cassette.nearest_difference(canonical_request(messages, self.tools))
             raise CassetteMissError(

@@ -102,11 +102,22 @@ def extract_experiences(state: EpisodeState, resources: AgentResources, category
     lessons = [bound(line[2:].strip(), MAX_LESSON_CHARS) for line in text_of(answer).splitlines()
                if line.startswith("- ")]
     return [
-        NewItem(text=lesson, evidence=f"{kind}; {evidence}", code_example=diff or None,
-                operator=state.get("operator", state["task_id"]), kind="experience",
-                metadata={"transition": kind, "backend": resources.backend.name})
-        for lesson, (kind, evidence, diff) in zip(lessons, found, strict=False) if lesson
+        NewItem(text=lesson, evidence="; ".join(f"{kind}; {evidence}" for kind, evidence, _ in taught),
+                code_example=taught[0][2] or None, operator=state.get("operator", state["task_id"]),
+                kind="experience", metadata={"transition": taught[0][0], "backend": resources.backend.name})
+        for lesson, taught in lessons_once(lessons, found)
     ]
+
+
+def lessons_once(lessons: list[str], found: list[tuple[str, str, str]]) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Each distinct lesson once, with every transition that taught it: a model that gives the same line for
+    two transitions of one episode would otherwise store the same item twice. Text is compared without case
+    and with runs of white space as one."""
+    merged: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
+    for lesson, transition in zip(lessons, found, strict=False):
+        if lesson:
+            merged.setdefault(" ".join(lesson.casefold().split()), (lesson, []))[1].append(transition)
+    return list(merged.values())
 
 
 def make_rule_abstractor(resources: AgentResources, state: EpisodeState) -> Callable[[MemoryItem], str]:
