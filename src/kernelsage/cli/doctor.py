@@ -174,14 +174,36 @@ CHECKS: tuple[Callable[[], Check], ...] = (
 )
 
 
+def ascend_build_checks() -> list[Check]:
+    """What an Ascend build would use here (paths, libraries, SoC), one check per item, before any kernel."""
+    from kernelsage.tools.ascend.build_summary import build_summary
+
+    fixes = {"fail": "see docs/ascend.md (Setting up an Ascend host)", "warn": "see docs/ascend.md"}
+    return [Check(f"ascend {item.name}", item.status, item.detail, fixes.get(item.status, ""))
+            for item in build_summary()]
+
+
+# `--backend NAME`: only the checks that backend needs (ascend adds what its build would use).
+BACKEND_CHECKS: dict[str, tuple[Callable[[], Check | list[Check]], ...]] = {
+    "cpu": (check_isolation, check_backend),
+    "ascend": (check_isolation, check_ascend, ascend_build_checks),
+}
+
+
 def doctor(as_json: bool = JsonOption,
-           offline: bool = typer.Option(False, "--offline", help="Do not call the model endpoint.")) -> None:
+           offline: bool = typer.Option(False, "--offline", help="Do not call the model endpoint."),
+           backend: str | None = typer.Option(None, "--backend", help="Only what this backend needs (cpu, ascend); "
+                                              "ascend also lists what its builds would use.")) -> None:
     """Check the isolation of candidates, the backends, the database, the embeddings and the model endpoint
-    (one tiny request, unless --offline)."""
-    results = []
-    for run_check in CHECKS:
+    (one tiny request, unless --offline); with --backend, only what that backend needs."""
+    if backend is not None and backend not in BACKEND_CHECKS:
+        raise typer.BadParameter(f"unknown backend {backend!r}: choose one of {', '.join(BACKEND_CHECKS)}",
+                                 param_hint="--backend")
+    results: list[Check] = []
+    for run_check in BACKEND_CHECKS[backend] if backend else CHECKS:
         try:
-            results.append(check_model(offline=offline) if run_check is check_model else run_check())
+            found = check_model(offline=offline) if run_check is check_model else run_check()
+            results.extend(found if isinstance(found, list) else [found])
         except Exception as exc:  # a doctor reports every failure instead of stopping at the first
             name = run_check.__name__.removeprefix("check_").replace("_", " ")
             results.append(Check(name, "fail", " ".join(str(exc).split())[:300], "see the detail"))

@@ -4,42 +4,51 @@ temporary CANN-like directory, and an ascend backend built on it. No test here n
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.tools.ascend.standin_cann import ascendc_install, environ_for, tikcpp_install
 
 from kernelsage.tools.ascend.backend import AscendBackend
 from kernelsage.tools.ascend.glue import HostHeaders
 from kernelsage.tools.ascend.toolchain import Toolchain, detect_toolchain
 from kernelsage.tools.isolation import detect
 
-STANDIN = Path(__file__).resolve().parent / "standin"
-
 
 @pytest.fixture(scope="session")
 def standin_home() -> Iterator[Path]:
-    """A CANN-like install (Ascend/ascend-toolkit/latest) whose bin/ holds the stand-in tools, readable by
-    the sandbox's unprivileged user (as a real install is)."""
+    """A CANN-like install of the tikcpp layout (Ascend/ascend-toolkit/latest) whose bin/ holds the stand-in
+    tools, readable by the sandbox's unprivileged user (as a real install is)."""
     base = Path(tempfile.mkdtemp(prefix="kernelsage-standin-"))
-    os.chmod(base, 0o755)
-    home = base / "Ascend" / "ascend-toolkit" / "latest"
-    shutil.copytree(STANDIN, home / "bin", ignore=shutil.ignore_patterns("__pycache__"))
-    (home / "include").mkdir()
-    (home / "version.cfg").write_text("# stand-in install\nversion=8.0.RC3.standin\n")
-    for path in (base, *base.rglob("*")):
-        os.chmod(path, 0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
-    yield home
+    yield tikcpp_install(base)
     shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def standin_environ(standin_home: Path) -> dict[str, str]:
-    return {"ASCEND_HOME_PATH": str(standin_home), "PATH": f"{standin_home / 'bin'}:/usr/bin:/bin",
-            "ASCEND_OPP_PATH": str(standin_home / "opp")}
+    # a caller's operator path, which builds must not see and runs must not share
+    return {**environ_for(standin_home), "ASCEND_CUSTOM_OPP_PATH": "/nonexistent/shared/vendors/customize"}
+
+
+@pytest.fixture(scope="session")
+def ascendc_home() -> Iterator[Path]:
+    """A CANN-like install of the ascendc layout (cann-9.0.0) with real libraries and a real-linking bisheng."""
+    base = Path(tempfile.mkdtemp(prefix="kernelsage-standin-ascendc-"))
+    yield ascendc_install(base)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ascendc_backend(tmp_path_factory: pytest.TempPathFactory, ascendc_home: Path,
+                    fake_headers: HostHeaders) -> Iterator[AscendBackend]:
+    backend = AscendBackend(devices=[0], soc="Ascend910B3", toolchain=detect_toolchain(environ_for(ascendc_home)),
+                            headers=fake_headers, cache_dir=tmp_path_factory.mktemp("ascend-builds-ascendc"),
+                            build_workers=1, unsafe_no_isolation=not detect().available)
+    yield backend
+    backend.close()
 
 
 @pytest.fixture(scope="session")

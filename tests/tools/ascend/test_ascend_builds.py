@@ -60,11 +60,15 @@ def test_direct_route_builds_with_bisheng_release_flags_and_caches(standin_backe
     assert result.ok and result.status is Status.OK and result.artifact is not None, result.log
     assert result.log.startswith("target: Ascend910B3 (dav-2201), CANN 8.0.RC3.standin")
     calls = [line for line in calls_of(result) if line.startswith(("bisheng", "g++"))]
-    compile_call, link_call = calls
+    compile_call, check_call, link_call = calls
     assert compile_call.startswith("bisheng -xasc --npu-arch=dav-2201 -std=c++17 -O2 -DNDEBUG -fPIC -I.")
     assert compile_call.endswith("-c kernel.cpp -o kernel.o")
+    assert f"-I{standin_backend.toolchain.ascend_home}/compiler/tikcpp/tikcfw " in compile_call  # tikcpp layout
+    assert check_call.startswith("bisheng -shared kernel.o -o kernel_runtime_check.so") and "--no-undefined" in check_call
     assert link_call.startswith(f"bisheng -shared kernel.o glue_direct.o -o {MODULE_FILE}")
-    assert "-lascendcl" in link_call and "-ltorch_npu" in link_call
+    for library in ("-lascendcl", "-lruntime", "-lascendc_runtime", "-lregister", "-lprofapi", "-ldl"):
+        assert library in check_call and library in link_call
+    assert "-ltorch_npu" in link_call and "-ltorch_npu" not in check_call
     again = standin_backend.compile(Candidate(task_id="l1_relu", files={"kernel.cpp": DIRECT_KERNEL}))
     assert again.cached and again.artifact == result.artifact
 
@@ -95,12 +99,22 @@ def test_msopgen_route_builds_installs_and_generates_the_aclnn_glue(standin_back
     assert json.loads((root / "attributes.json").read_text()) == ["alpha"]  # the aclnn API's attribute order
     lines = calls_of(result)
     tools = [line.split()[0] for line in lines if line.split() and line.split()[0] in ("msopgen", "cmake", "g++")]
-    assert tools == ["msopgen", "cmake", "g++", "g++"]
+    assert tools == ["msopgen", "cmake", "cmake", "g++", "g++"]
+    # upstream's environment for build.sh: the caller's ASCEND_CUSTOM_OPP_PATH (set in standin_environ) removed
+    assert "cmake saw ASCEND_CUSTOM_OPP_PATH=<unset>" in lines
     assert next(line for line in lines if line.startswith("msopgen")) == \
         "msopgen gen -i op.json -c ai_core-Ascend910B3 -lan cpp -out project"
     glue = "\n".join(lines)
     assert "EXEC_NPU_CMD(aclnnAddCustom, input_0, input_1, arg_alpha, output_0);" in glue
     assert "const double& attr_alpha" in glue
+
+
+def test_a_package_that_installs_where_runs_do_not_look_fails_the_build(standin_backend: AscendBackend) -> None:
+    result = standin_backend.compile(Candidate(task_id="add", files=opgen(
+        host=OP_HOST + "// STANDIN_VENDOR_ELSEWHERE\n")))
+    assert result.status is Status.COMPILE_ERROR and result.artifact is None
+    assert next(e.message for e in result.errors if e.severity == "error") == (
+        "the custom op package did not install into opp/vendors/customize (no op_api/lib/libcust_opapi.so there)")
 
 
 def test_msopgen_ccec_error_points_at_the_candidates_kernel_file(standin_backend: AscendBackend) -> None:

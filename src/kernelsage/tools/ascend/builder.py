@@ -75,7 +75,9 @@ class AscendBuilder:
             self._sandboxes.put(sandbox)
 
     def cache_key(self, files: dict[str, str]) -> str:
+        layout = self.toolchain.layout
         material = json.dumps({"files": sorted(files.items()), "toolchain": self.toolchain.describe(),
+                               "layout": dataclasses.asdict(layout) if layout else None,
                                "arch": self.arch, "soc": self.soc, "header": HEADER.read_text(),
                                "glue": DIRECT_GLUE.read_text(), "headers": dataclasses.asdict(self.headers)})
         return hashlib.sha256(material.encode()).hexdigest()[:32]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelsage.errors import BackendError
 from kernelsage.tools.ascend.candidate import DIRECT_SOURCE, OpSignature
 from kernelsage.tools.ascend.glue import MODULE_FILE, HostHeaders, glue_flags, torch_link_flags
 from kernelsage.tools.ascend.toolchain import Toolchain
@@ -27,7 +28,15 @@ OPGEN_VENDOR = "customize"  # msopgen's default vendor name: the installed packa
 CANDIDATE_DIR = "candidate"
 # Release flags for bisheng: optimised, assertions off, position-independent (the object goes into a module).
 KERNEL_FLAGS = ("-std=c++17", "-O2", "-DNDEBUG", "-fPIC")
-RUNTIME_LIBS = ("-lascendcl", "-ltiling_api", "-lplatform")
+# The direct route's kernel object must link completely against the CANN runtime (its launch stubs refer to
+# libruntime and libascendc_runtime): checked by a link that allows no undefined symbol, so a missing runtime
+# library fails the build instead of the import. The module's own link cannot check that (Python's symbols
+# are undefined until the interpreter loads it). libstdc++ because the host part may use the standard library.
+RUNTIME_CHECK = "kernel_runtime_check.so"
+RUNTIME_CHECK_FLAGS = ("-Wl,--no-undefined", "-lstdc++")
+# ASCEND_CUSTOM_OPP_PATH perturbs an msopgen project's build (upstream removes it before build.sh) and would
+# be the install target of a package installed without --install-path: both steps run without it.
+WITHOUT_CUSTOM_OPP = "unset ASCEND_CUSTOM_OPP_PATH; "
 # The JSON types msopgen's operator description uses, by torch dtype and by OpDef attribute type.
 JSON_DTYPES = {"float32": "float", "float16": "float16", "bfloat16": "bfloat16", "int32": "int32", "int64": "int64",
                "int8": "int8", "uint8": "uint8", "bool": "bool", "float64": "double"}
@@ -43,23 +52,37 @@ class Step:
     argv: tuple[str, ...]
 
 
-def kernel_includes(home: Path) -> list[str]:
-    """Where kernel_operator.h and the CANN headers live in the installations we know of."""
-    tik = home / "compiler" / "tikcpp"
-    return [f"-I{path}" for path in (home / "include", tik, tik / "tikcfw", tik / "tikcfw" / "impl",
-                                     tik / "tikcfw" / "interface")]
+def kernel_includes(toolchain: Toolchain) -> list[str]:
+    """-I flags for kernel_operator.h and the CANN headers, as the installation's layout keeps them."""
+    layout = toolchain.layout
+    if layout is None:
+        raise BackendError(f"no CANN layout was probed for {toolchain.ascend_home}; build the toolchain with "
+                           "detect_toolchain()")
+    return layout.include_flags()
+
+
+def cann_link_flags(toolchain: Toolchain) -> list[str]:
+    """-L, rpath and -l flags of the installation's layout (the libraries found there, in link order)."""
+    return toolchain.layout.link_flags() if toolchain.layout else []
+
+
+def _lib_dir_flags(toolchain: Toolchain) -> list[str]:
+    """-L and rpath for the layout's library directories (lib64 where none was probed)."""
+    dirs = toolchain.layout.lib_dirs if toolchain.layout else (str(toolchain.ascend_home / "lib64"),)
+    return [flag for path in dirs for flag in (f"-L{path}", f"-Wl,-rpath,{path}")]
 
 
 def direct_plan(toolchain: Toolchain, arch: str, headers: HostHeaders) -> list[Step]:
     """bisheng -xasc compiles kernel.cpp (device and host parts) into an object; bisheng links it with the
     prebuilt glue object into the candidate's Python module."""
-    home = toolchain.ascend_home
-    lib64 = home / "lib64"
+    link = cann_link_flags(toolchain)
     return [
         Step("kernel", (toolchain.bisheng, "-xasc", f"--npu-arch={arch}", *KERNEL_FLAGS, "-I.",
-                        *kernel_includes(home), "-c", DIRECT_SOURCE, "-o", "kernel.o")),
-        Step("link", (toolchain.bisheng, "-shared", "kernel.o", DIRECT_GLUE_OBJECT, "-o", MODULE_FILE,
-                      f"-L{lib64}", f"-Wl,-rpath,{lib64}", *RUNTIME_LIBS, *torch_link_flags(headers))),
+                        *kernel_includes(toolchain), "-c", DIRECT_SOURCE, "-o", "kernel.o")),
+        Step("runtime-check", (toolchain.bisheng, "-shared", "kernel.o", "-o", RUNTIME_CHECK, *link,
+                               *RUNTIME_CHECK_FLAGS)),
+        Step("link", (toolchain.bisheng, "-shared", "kernel.o", DIRECT_GLUE_OBJECT, "-o", MODULE_FILE, *link,
+                      *torch_link_flags(headers))),
     ]
 
 
@@ -78,6 +101,13 @@ def opgen_spec(signature: OpSignature, dtypes: Sequence[str]) -> str:
     }], indent=2)
 
 
+# The runs find the package's aclnn library at opp/vendors/<vendor>/op_api/lib (ASCEND_CUSTOM_OPP_PATH of
+# the run names opp/vendors/<vendor>): an installer that put it elsewhere fails the build, not the run.
+INSTALL_CHECK = (f'; test -f "{OPGEN_INSTALL}/vendors/{OPGEN_VENDOR}/op_api/lib/libcust_opapi.so" || '
+                 f'{{ echo "[ERROR] the custom op package did not install into {OPGEN_INSTALL}/vendors/'
+                 f'{OPGEN_VENDOR} (no op_api/lib/libcust_opapi.so there)"; exit 1; }}')
+
+
 def msopgen_plan(toolchain: Toolchain, soc: str, headers: HostHeaders) -> list[Step]:
     """msopgen generates the custom-op project, the candidate's op_host / op_kernel sources replace the
     skeleton's, the project's build.sh (cmake presets, Release) builds and packs it, the package is installed
@@ -89,12 +119,11 @@ def msopgen_plan(toolchain: Toolchain, soc: str, headers: HostHeaders) -> list[S
         Step("msopgen", (toolchain.msopgen, "gen", "-i", OPGEN_SPEC, "-c", f"ai_core-{soc}", "-lan", "cpp",
                          "-out", OPGEN_PROJECT)),
         Step("place", (shell, "-c", f"cp -r {CANDIDATE_DIR}/op_host {CANDIDATE_DIR}/op_kernel {OPGEN_PROJECT}/")),
-        Step("build", (shell, "-c", f"cd {OPGEN_PROJECT} && bash build.sh")),
-        Step("install", (shell, "-c", install)),
+        Step("build", (shell, "-c", f"{WITHOUT_CUSTOM_OPP}cd {OPGEN_PROJECT} && bash build.sh")),
+        Step("install", (shell, "-c", WITHOUT_CUSTOM_OPP + install + INSTALL_CHECK)),
         Step("glue", (toolchain.host_cxx, *glue_flags(headers, (str(toolchain.ascend_home / "include"),)),
                       "-c", OPGEN_GLUE_SOURCE, "-o", "glue_op.o")),
-        Step("link", (toolchain.host_cxx, "-shared", "glue_op.o", "-o", MODULE_FILE,
-                      f"-L{toolchain.ascend_home / 'lib64'}", f"-Wl,-rpath,{toolchain.ascend_home / 'lib64'}",
+        Step("link", (toolchain.host_cxx, "-shared", "glue_op.o", "-o", MODULE_FILE, *_lib_dir_flags(toolchain),
                       "-lascendcl", *torch_link_flags(headers))),
     ]
 

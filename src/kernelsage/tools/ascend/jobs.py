@@ -112,6 +112,8 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
         if tree_digest(staged) != payload["artifact_sha256"]:
             raise HarnessFailure("the candidate's build changed since it was built (hash mismatch); compile again")
         request = {**request, "module": f"{inside}/candidate/{MODULE_FILE}"}
+        # only the candidate's own package, never the caller's operator path
+        env.pop("ASCEND_CUSTOM_OPP_PATH", None)
         if payload.get("custom_opp"):
             env["ASCEND_CUSTOM_OPP_PATH"] = f"{inside}/candidate/{OPGEN_INSTALL}/vendors/{OPGEN_VENDOR}"
     torch.save(request, job_dir / "request.pt")

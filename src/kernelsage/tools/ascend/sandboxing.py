@@ -35,10 +35,10 @@ def _outermost(paths: Iterable[str]) -> list[str]:
 
 def cann_root(ascend_home: Path) -> str:
     """The installation root that holds the toolkit (and, usually, the driver): /usr/local/Ascend for
-    /usr/local/Ascend/ascend-toolkit/latest."""
+    /usr/local/Ascend/ascend-toolkit/latest and for CANN 8.5's /usr/local/Ascend/cann-<version>."""
     real = Path(os.path.realpath(ascend_home))
     for parent in (real, *real.parents):
-        if parent.name in ("ascend-toolkit", "cann") and parent.parent != parent:
+        if (parent.name in ("ascend-toolkit", "cann") or parent.name.startswith("cann-")) and parent.parent != parent:
             return str(parent.parent)
     return str(real)
 

@@ -8,6 +8,7 @@ torch_npu. Where something is missing, `ToolchainProblem` says exactly what and 
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelsage.errors import BackendError
+from kernelsage.tools.ascend.layouts import CannLayout, layout_problem, probe_layout
 
 SET_ENV_HINT = ("install the CANN toolkit and run `source <install dir>/ascend-toolkit/set_env.sh` "
                 "(default /usr/local/Ascend/ascend-toolkit/set_env.sh) in the shell that starts kernelsage")
@@ -27,6 +29,12 @@ CANN_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "ASCEND_HOME_PATH", "
 # Files of an installation that name its version, newest layout first.
 VERSION_FILES = ("version.cfg", "compiler/version.info", "runtime/version.info",
                  "x86_64-linux/ascend_toolkit_install.info", "aarch64-linux/ascend_toolkit_install.info")
+# The release name (8.1.RC1) before the inner component version (7.7.0.1.238) that the same files carry:
+# version.cfg says `runtime_running_version=[7.7.0.1.238:8.1.RC1]`, version.info `Version=7.7.0.1.238` and
+# `version_dir=8.1.RC1`, ascend_toolkit_install.info `version=8.1.RC1` (CANN 8.1.RC1 as installed).
+RELEASE_LINES = (re.compile(r"^\s*\w*running_version\s*=\s*\[[^:\]]*:([0-9A-Za-z.\-_]+)\]", re.MULTILINE),
+                 re.compile(r"^\s*version_dir\s*=\s*([0-9A-Za-z.\-_]+)", re.MULTILINE),
+                 re.compile(r"^\s*version\s*=\s*([0-9A-Za-z.\-_]+)", re.MULTILINE))
 VERSION_LINE = re.compile(r"^\s*(?:version|Version|runtime_running_version)\s*=\s*\[?([0-9A-Za-z.\-_]+)", re.MULTILINE)
 
 
@@ -45,21 +53,27 @@ class Toolchain:
     cann_version: str = "unknown"
     bisheng_version: str = ""
     environment: Mapping[str, str] = field(default_factory=dict)
+    layout: CannLayout | None = None  # what the direct route includes and links (`layouts.probe_layout`)
 
     def describe(self) -> str:
-        return f"CANN {self.cann_version} at {self.ascend_home}, {self.bisheng_version or self.bisheng}"
+        layout = f", layout {self.layout.name}" if self.layout else ""
+        return f"CANN {self.cann_version} at {self.ascend_home}{layout}, {self.bisheng_version or self.bisheng}"
 
 
 def cann_version(home: Path) -> str:
-    """The installation's version from the first version file that names one ('unknown' if none does)."""
+    """The installation's release (8.1.RC1) from the first version file that names one, else the first
+    component version found ('unknown' if no file names any)."""
+    texts = []
     for name in VERSION_FILES:
         try:
-            match = VERSION_LINE.search((home / name).read_text(errors="replace"))
+            texts.append((home / name).read_text(errors="replace"))
         except OSError:
             continue
-        if match:
-            return match.group(1)
-    return "unknown"
+    for text in texts:
+        for pattern in RELEASE_LINES:
+            if match := pattern.search(text):
+                return match.group(1)
+    return next((m.group(1) for m in map(VERSION_LINE.search, texts) if m), "unknown")
 
 
 def tool_version(path: str) -> str:
@@ -98,11 +112,17 @@ def detect_toolchain(environ: Mapping[str, str] | None = None, *, host_cxx: str 
     home = Path(home_text)
     if not home.is_dir():
         raise ToolchainProblem(f"ASCEND_HOME_PATH={home} is not a directory: {SET_ENV_HINT}")
-    bisheng = _which("bisheng", environ, home, "compiler/ccec_compiler/bin", "bin")
+    # where CANN's own cmake (compiler/, tools/) and upstream's harness (<arch>-linux/) look for it
+    bisheng = _which("bisheng", environ, home, "compiler/ccec_compiler/bin", "tools/ccec_compiler/bin",
+                     f"{platform.machine()}-linux/ccec_compiler/bin", "bin")
     if not bisheng:
         raise ToolchainProblem(f"CANN at {home} has no bisheng compiler on PATH or in compiler/ccec_compiler/bin: "
                                "install the full toolkit (the `--full` install of Ascend-cann-toolkit) and "
                                f"{SET_ENV_HINT}")
+    layout = probe_layout(home)
+    if problem := layout_problem(home, layout):
+        raise ToolchainProblem(f"{problem}: install the full toolkit (the `--full` install of Ascend-cann-toolkit) "
+                               f"and {SET_ENV_HINT}")
     cxx = shutil.which(host_cxx, path=environ.get("PATH", "")) or shutil.which(host_cxx) or ""
     if not cxx:
         raise ToolchainProblem(f"the host C++ compiler {host_cxx!r} is not on PATH; install g++ (it builds the "
@@ -111,5 +131,5 @@ def detect_toolchain(environ: Mapping[str, str] | None = None, *, host_cxx: str 
         ascend_home=home, bisheng=bisheng, host_cxx=cxx,
         msopgen=_which("msopgen", environ, home, "python/site-packages/bin", "tools/msopgen/bin", "bin"),
         cann_version=cann_version(home), bisheng_version=tool_version(bisheng),
-        environment=cann_environment(environ),
+        environment=cann_environment(environ), layout=layout,
     )
