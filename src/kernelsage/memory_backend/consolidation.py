@@ -16,8 +16,9 @@ import numpy as np
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from kernelsage.memory_backend import item_rows, ugc
+from kernelsage.memory_backend import candidates, item_rows, ugc
 from kernelsage.memory_backend import queries as q
+from kernelsage.memory_backend.candidates import CandidateCache, CandidateCaches
 from kernelsage.memory_backend.database import run_transaction
 from kernelsage.memory_backend.items import ConsolidationResult, MemoryItem, NamespaceInfo
 from kernelsage.memory_backend.namespaces import counters
@@ -34,23 +35,36 @@ def keep_source_text(item: MemoryItem) -> str:
 
 
 def consolidate(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
-                count_tokens: TokenCounter, *, abstract_rule: RuleAbstractor, seed: int | None) -> ConsolidationResult:
+                count_tokens: TokenCounter, *, abstract_rule: RuleAbstractor, seed: int | None,
+                caches: CandidateCaches | None = None) -> ConsolidationResult:
     """UGC for one namespace whose policy keeps a hot memory, under the namespace's advisory lock.
 
     Each pass is one transaction that first locks the namespace row (the lock order of every item writer,
     so it can neither deadlock with a commit nor interleave with one) and is retried whole if the server
     aborts it. When newly validated items need a rule, the model is called between two passes, outside
     any transaction; the second pass settles the gate again on what commits changed meanwhile.
+
+    With `caches` (the store's), the candidates are read incrementally (candidates.py); each pass's cache
+    is kept only once its transaction has committed.
     """
+    caches = caches or CandidateCaches()
+
+    def run(rules: dict[int, tuple[str, int]]) -> ConsolidationResult | list[int]:
+        cached = caches.get(info.id)
+        caches.put(info.id, None)  # until this pass has committed: a rolled-back pass leaves no cache behind
+        outcome, cache = run_transaction(pool, lambda conn: _pass(conn, info, policy, params, rules, seed, cached))
+        caches.put(info.id, cache)
+        return outcome
+
     with pool.connection() as lock_conn:
         lock_conn.execute(q.CONSOLIDATION_LOCK, (q.LOCK_CLASS, info.id))
         lock_conn.commit()
         try:
-            first = run_transaction(pool, lambda conn: _pass(conn, info, policy, params, {}, seed))
+            first = run({})
             if isinstance(first, ConsolidationResult):
                 return first
             rules = _abstract_new_rules(pool, info, first, abstract_rule, count_tokens)
-            second = run_transaction(pool, lambda conn: _pass(conn, info, policy, params, rules, seed))
+            second = run(rules)
             assert isinstance(second, ConsolidationResult)
             return second
         finally:
@@ -59,16 +73,19 @@ def consolidate(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy,
 
 
 def _pass(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
-          rules: dict[int, tuple[str, int]], seed: int | None) -> ConsolidationResult | list[int]:
+          rules: dict[int, tuple[str, int]], seed: int | None,
+          cached: CandidateCache | None) -> tuple[ConsolidationResult | list[int], CandidateCache]:
     """Settle the gate and reselect hot memory; without `rules`, return the validated items that still
     need one instead (if any). Given rules are written for items still validated; items validated since
-    they were written compete at the next consolidation."""
+    they were written compete at the next consolidation. Returns the outcome and the candidates' cache
+    (the rows this pass wrote marked for the next read)."""
     ns = counters(conn, info, for_update=True)
-    items = item_rows.fetch_gate_candidates(conn, ns["episode_seq"], info.id, params.k_ado)
-    kept = _settle_validation(conn, items, params)
+    cache = candidates.read(conn, info.id, ns["episode_seq"], params.k_ado, cached)
+    items = cache.at(ns["episode_seq"])
+    kept, settled = _settle_validation(conn, items, params)
     unabstracted = items.ids[kept & ~items.has_rule].tolist()
     if unabstracted and not rules:
-        return unabstracted
+        return unabstracted, _written(conn, info, cache, settled)
     written = {i: rules[i] for i in unabstracted if i in rules}
     tokens, has_rule = items.tokens.copy(), items.has_rule.copy()
     if written:
@@ -76,19 +93,26 @@ def _pass(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, p
         conn.execute(q.SET_RULES, (ids, [written[i][0] for i in ids], [written[i][1] for i in ids]))
         for k in np.flatnonzero(np.isin(items.ids, ids)):
             tokens[k], has_rule[k] = written[int(items.ids[k])][1], True
-    return _select_hot(conn, info, policy, params, ns, _competitors(items, kept & has_rule, tokens), len(written),
-                       seed)
+    result = _select_hot(conn, info, policy, params, ns, _competitors(items, kept & has_rule, tokens), len(written),
+                         seed)
+    return result, _written(conn, info, cache, [*settled, *written, *result.promoted, *result.demoted])
 
 
-def _settle_validation(conn: psycopg.Connection, items: item_rows.GateCandidates, params: SageParams) -> np.ndarray:
+def _written(conn: psycopg.Connection, info: NamespaceInfo, cache: CandidateCache, ids: list[int]) -> CandidateCache:
+    """The cache after this pass: when it wrote rows, the epoch is bumped and the rows read again next time."""
+    return cache.written(candidates.bump_epoch(conn, info.id), ids) if ids else cache
+
+
+def _settle_validation(conn: psycopg.Connection, items: item_rows.GateCandidates,
+                       params: SageParams) -> tuple[np.ndarray, list[int]]:
     """Apply the gate to every non-resident candidate and write the states that change; returns which
-    candidates stay in the running for hot memory (resident, or validated now)."""
+    candidates stay in the running for hot memory (resident, or validated now) and the items changed."""
     validated = ~items.hot & ugc.passes_gate(items.utility, items.n_ado, items.distinct_ops, params)
     changed = ~items.hot & (validated != items.validated)
     if changed.any():
         conn.execute(q.SET_STATES, (items.ids[changed].tolist(),
                                     np.where(validated[changed], "validated", "cold").tolist()))
-    return items.hot | validated
+    return items.hot | validated, items.ids[changed].tolist()
 
 
 class _Competitors(NamedTuple):
@@ -150,7 +174,7 @@ def _apply_plan(conn: psycopg.Connection, namespace_id: int, plan: ugc.Consolida
     promoted, demoted = list(plan.promoted), list(plan.demoted)
     conn.execute(q.PROMOTE, (seq, seq, promoted, [candidates[i].access for i in promoted]))
     conn.execute(q.DEMOTE, (seq, demoted))
-    conn.execute(q.SET_RESIDENT, (promoted, promoted + demoted))
+    conn.execute(q.SET_RESIDENT, (promoted, demoted))
     moved = [candidates[i] for i in promoted + demoted]
     conn.execute(q.INSERT_HOT_EVENTS, (
         namespace_id, version, promoted + demoted, ["promoted"] * len(promoted) + ["demoted"] * len(demoted),

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from kernelsage.errors import EpisodeError
-from kernelsage.memory_backend import item_rows, ledger
+from kernelsage.memory_backend import dedup, item_rows, ledger, vector_index
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import CommitResult, NamespaceInfo, NewItem
 from kernelsage.memory_backend.namespaces import counters
@@ -19,6 +19,8 @@ from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.policies import MemoryPolicy
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure, ItemStats, RoundOutcome
 from kernelsage.memory_backend.tokens import TokenCounter
+
+MERGE_NEIGHBOURS = 10  # stored experiences nearest to a new one that it may merge into
 
 
 def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
@@ -33,6 +35,9 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
     seq = counters(conn, info, for_update=True)["episode_seq"] + 1  # serialises and numbers the commits
     previous = conn.execute(q.EPISODE_SCORE, (info.id, episode.episode_id)).fetchone()
     if previous is not None:
+        # A resumed run may have retrieved again before repeating its commit: that ledger would wait for a
+        # commit that can no longer consume it (until the cleanup of abandoned episodes, days later).
+        ledger.forget(conn, info, episode.episode_id)
         added = conn.execute(q.EPISODE_NEW_ITEMS, (info.id, episode.episode_id)).fetchall()
         return CommitResult(episode_id=episode.episode_id, applied=False, terminal_score=previous["terminal_score"],
                             credits={i: c[0] for i, c in episode_credits(conn, info, episode.episode_id).items()},
@@ -50,10 +55,50 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
     _write_learning(conn, info.id, episode.episode_id, stats, update.stats, update.credits)
     conn.execute(q.SET_EPISODE_SEQ, (seq, info.id))
     ledger.forget(conn, info, episode.episode_id)
-    new_ids = item_rows.insert_items(conn, info.id, [replace(item, source_episode=episode.episode_id)
-                                                     for item in new_items], vectors, seq, count_tokens)
+    new_ids, merged = _store_experiences(conn, info, params, [replace(item, source_episode=episode.episode_id)
+                                                              for item in new_items], vectors, seq, count_tokens)
     return CommitResult(episode_id=episode.episode_id, applied=True, terminal_score=update.terminal_score,
-                        credits=update.credits, new_item_ids=new_ids)
+                        credits=update.credits, new_item_ids=new_ids, merged_into=merged)
+
+
+def _store_experiences(conn: psycopg.Connection, info: NamespaceInfo, params: SageParams, items: list[NewItem],
+                       vectors: Sequence[np.ndarray], seq: int,
+                       count_tokens: TokenCounter) -> tuple[list[int], list[int]]:
+    """Store an episode's experiences, merging each that says what a stored one (or an earlier one of
+    the batch) says into it (dedup.py); returns the new ids and the ids merged into, in item order.
+
+    A merge adds the newcomer's provenance to the stored item's metadata ("merged", "merged_count") and
+    changes none of its statistics: the newcomer was never shown, so it has none to add.
+    """
+    known: dict[int, dedup.Known] = {}
+    metadata: dict[int, dict] = {}
+    if any(item.kind == "experience" for item in items):
+        probes = vector_index.probes_for(vector_index.current_lists(conn, info.id), params.probes)
+        conn.execute(q.SEARCH_SETTINGS, (str(probes), "off"))
+        for vector in vectors:
+            for row in conn.execute(q.nearest_experiences(info.id, info.embedding_dim),
+                                    {"q": vector, "n": MERGE_NEIGHBOURS}).fetchall():
+                known[row["id"]] = dedup.Known(row["id"], row["text"], dedup.family(row["operator"], row["metadata"]),
+                                               _array(row["embedding"]))
+                metadata[row["id"]] = row["metadata"]
+    stored = list(known.values())
+    targets = dedup.merge_targets(items, vectors, stored, params.merge_similarity)
+    keep = [k for k, t in enumerate(targets) if t is None]
+    ids = item_rows.insert_items(conn, info.id, [items[k] for k in keep], [vectors[k] for k in keep], seq, count_tokens)
+    id_of_new = dict(zip(keep, ids, strict=True))
+    merged: list[int] = []
+    for k, target in enumerate(targets):
+        if target is None:
+            continue
+        item_id = stored[target].item_id if target < len(stored) else id_of_new[target - len(stored)]
+        entry = metadata.setdefault(item_id, dict(items[target - len(stored)].metadata) if target >= len(stored)
+                                    else {})
+        entry["merged_count"] = int(entry.get("merged_count", 0)) + 1
+        entry["merged"] = [*entry.get("merged", []), dedup.provenance(items[k])][-dedup.MAX_PROVENANCES:]
+        merged.append(item_id)
+    for item_id in dict.fromkeys(merged):
+        conn.execute(q.SET_METADATA, (Jsonb(metadata[item_id]), item_id))
+    return ids, merged
 
 
 def _insert_episode(conn: psycopg.Connection, namespace_id: int, policy: str, episode: EpisodeTrace, seq: int,
@@ -102,3 +147,8 @@ def load_episode(conn: psycopg.Connection, info: NamespaceInfo, episode_id: str)
         **{**row, "rounds": tuple(RoundOutcome(**r) for r in row["rounds"])},
         exposures=tuple(Exposure(**e) for e in exposures),
     )
+
+
+def _array(vector: object) -> np.ndarray:
+    """A stored embedding as float32 (the untyped `vector` column arrives as pgvector's Vector)."""
+    return np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector, dtype=np.float32)

@@ -90,6 +90,7 @@ class CommitResult:
     terminal_score: float
     credits: dict[int, float]
     new_item_ids: list[int] = field(default_factory=list)  # experiences stored with the episode
+    merged_into: list[int] = field(default_factory=list)  # stored items that near-duplicate experiences merged into
 
 
 @dataclass(frozen=True, kw_only=True)

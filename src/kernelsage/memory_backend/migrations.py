@@ -165,6 +165,17 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX ks_retrieval_items_item ON ks_retrieval_items (item_id);
         """,
     ),
+    (
+        4,
+        "incremental consolidation: a consolidation epoch per namespace, episodes found by sequence",
+        """
+        -- Bumped by every consolidation that writes: a process's cached candidates are valid while it is
+        -- the epoch they were read at (candidates.py). The episodes committed since a consolidation are
+        -- found by their sequence number, their credited items by ks_credits' primary key.
+        ALTER TABLE ks_namespaces ADD COLUMN ugc_epoch bigint NOT NULL DEFAULT 0;
+        CREATE INDEX ks_episodes_seq ON ks_episodes (namespace_id, seq);
+        """,
+    ),
 )
 
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(%s, 0)"

@@ -35,6 +35,16 @@ def checked_vector(values: Sequence[float] | np.ndarray, dim: int, what: str) ->
         )
     if not np.all(np.isfinite(array)):
         raise EmbeddingDimensionError(f"{what} contains NaN or infinite values")
+    # Cosine similarity divides by the length: a zero vector (or one whose squared length pgvector's float32
+    # arithmetic rounds to 0 or infinity) would give NaN relevance, which no commit can record.
+    with np.errstate(over="ignore", under="ignore"):
+        squared = float(np.dot(array, array))
+    if not 0.0 < squared < np.inf:
+        length = float(np.linalg.norm(array.astype(np.float64)))
+        raise EmbeddingDimensionError(
+            f"{what} has length {length:.3g}: cosine similarity needs a vector that is not zero "
+            "(nor so short or long that its squared length leaves float32's range); check the embedding's source"
+        )
     return array
 
 

@@ -40,6 +40,10 @@ class SageParams:
     # at 0.97-1.0 from 100K items (320 lists, 3 probes) to 1M (1,920 lists, 16 probes), p50 2.5-14 ms on 2
     # cores (bench/memory_bench.py, docs/memory.md); namespaces under 5,000 items are searched exactly.
     probes: int = 0
+    # Near-duplicate experiences (reconstruction): a new experience merges into a stored one of the same
+    # operator family when their texts are identical or their embeddings' cosine similarity reaches this
+    # (dedup.py, docs/memory.md). 1.0 merges only identical vectors (and identical texts).
+    merge_similarity: float = 0.97
     # Value memory baseline, EvoKernel-style (METHOD §7; values are reconstruction)
     value_alpha: float = 0.1  # Q <- Q + alpha (r - Q)
     value_lambda: int = 3  # take top lambda*N by similarity, then N by Q
@@ -47,7 +51,7 @@ class SageParams:
 
     def __post_init__(self) -> None:
         problems = []
-        for name in ("delta", "beta", "gamma", "eta_min", "mu", "value_alpha", "value_epsilon"):
+        for name in ("delta", "beta", "gamma", "eta_min", "mu", "value_alpha", "value_epsilon", "merge_similarity"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 problems.append(f"{name}={value} must lie in [0, 1]")

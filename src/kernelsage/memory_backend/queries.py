@@ -10,7 +10,8 @@ from __future__ import annotations
 from psycopg import sql
 
 LOCK_CLASS = 0x4B53  # advisory-lock key space of kernelsage ("KS"); the second key is the namespace id
-INDEX_LOCK_CLASS = 0x4B54  # rebuilding a namespace's vector index ("KT"); the second key is the namespace id
+INDEX_LOCK_CLASS = 0x4B54  # building or dropping vector indexes ("KT")
+INDEX_LOCK_ALL = 0  # its second key: one lock for every namespace's builds (vector_index._build_lock says why)
 
 # -- namespaces -------------------------------------------------------------------------------------
 
@@ -74,6 +75,26 @@ GATE_CANDIDATE_COLUMNS = (
     "array_agg(rule_text IS NOT NULL) "
     "FROM ks_items WHERE namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
 )
+# The same items for the incremental read (candidates.py): the eligible-episode count as its parts (banked,
+# and the episode since which the item is retrievable), so it can be counted at any later episode; in id order.
+_CANDIDATE_COLUMNS = (
+    "SELECT array_agg(id ORDER BY id), array_agg(utility ORDER BY id), array_agg(n_ado ORDER BY id), "
+    "array_agg(cardinality(adopting_ops) ORDER BY id), array_agg(access ORDER BY id), "
+    "array_agg(n_ret_cold ORDER BY id), array_agg(eligible_banked ORDER BY id), "
+    "array_agg(COALESCE(eligible_since, 0) ORDER BY id), array_agg(eligible_since IS NOT NULL ORDER BY id), "
+    "array_agg(COALESCE(rule_tokens, tokens) ORDER BY id), array_agg(state = 'hot' ORDER BY id), "
+    "array_agg(state = 'validated' ORDER BY id), array_agg(rule_text IS NOT NULL ORDER BY id) "
+    "FROM ks_items WHERE namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
+)
+CANDIDATES_OF_NAMESPACE = _CANDIDATE_COLUMNS
+CANDIDATES_OF_IDS = _CANDIDATE_COLUMNS + " AND id = ANY(%(ids)s)"
+# The items whose statistics changed after episode %s: a commit credits every item whose statistics it writes.
+CREDITED_SINCE = (
+    "SELECT array_agg(DISTINCT c.item_id) AS ids FROM ks_episodes e JOIN ks_credits c "
+    "ON c.namespace_id = e.namespace_id AND c.episode_id = e.episode_id WHERE e.namespace_id = %s AND e.seq > %s"
+)
+UGC_EPOCH = "SELECT ugc_epoch FROM ks_namespaces WHERE id = %s"
+BUMP_UGC_EPOCH = "UPDATE ks_namespaces SET ugc_epoch = ugc_epoch + 1 WHERE id = %s RETURNING ugc_epoch"
 
 # -- retrieval --------------------------------------------------------------------------------------
 
@@ -143,6 +164,7 @@ EPISODE_EXPOSURES = (
 
 CONSOLIDATION_LOCK = "SELECT pg_advisory_lock(%s, %s)"
 CONSOLIDATION_UNLOCK = "SELECT pg_advisory_unlock(%s, %s)"
+SET_METADATA = "UPDATE ks_items SET metadata = %s, updated_at = now() WHERE id = %s"
 SET_STATES = (
     "UPDATE ks_items AS t SET state = c.state, updated_at = now() "
     "FROM unnest(%s::bigint[], %s::text[]) AS c(id, state) WHERE t.id = c.id"
@@ -161,7 +183,12 @@ DEMOTE = (
     "UPDATE ks_items SET state = 'validated', eligible_since = %s, demoted_at = now(), updated_at = now() "
     "WHERE id = ANY(%s)"
 )
-SET_RESIDENT = "UPDATE ks_item_vectors SET resident = item_id = ANY(%s) WHERE item_id = ANY(%s)"
+# Promoted ids, then demoted ids: a join on the listed rows only (`item_id = ANY(promoted)` per row was a
+# scan of the array for each of them: quadratic when a consolidation swaps hundreds of rules).
+SET_RESIDENT = (
+    "UPDATE ks_item_vectors AS v SET resident = r.resident FROM (SELECT unnest(%s::bigint[]) AS id, true AS resident "
+    "UNION ALL SELECT unnest(%s::bigint[]), false) AS r WHERE v.item_id = r.id"
+)
 INSERT_HOT_EVENTS = (
     "INSERT INTO ks_hot_events (namespace_id, hot_version, item_id, event, priority) "
     "SELECT %s, %s, e.id, e.event, e.priority FROM unnest(%s::bigint[], %s::text[], %s::float8[]) "
@@ -274,6 +301,17 @@ def nearest_items(namespace_id: int, dim: int, *, exclude_resident: bool) -> sql
         cols=sql.SQL(_ITEM_COLUMNS), column=column, ns=sql.Literal(namespace_id),
         resident=sql.SQL("AND NOT resident") if exclude_resident else sql.SQL(""),
     )
+
+
+def nearest_experiences(namespace_id: int, dim: int) -> sql.Composed:
+    """The experiences nearest to %(q)s (at most %(n)s, residents included) with text, operator, metadata and
+    embedding: what a new experience may merge into (dedup.py)."""
+    column = sql.SQL("embedding::vector({})").format(sql.Literal(dim))
+    return sql.SQL(
+        "SELECT i.id, i.text, i.operator, i.metadata, n.embedding FROM (SELECT item_id, embedding FROM "
+        "ks_item_vectors WHERE namespace_id = {ns} ORDER BY {column} <=> %(q)s LIMIT %(n)s) AS n "
+        "JOIN ks_items i ON i.id = n.item_id WHERE i.kind = 'experience'"
+    ).format(column=column, ns=sql.Literal(namespace_id))
 
 
 def export_rows(table: str, order: str) -> sql.Composed:

@@ -32,6 +32,7 @@ from kernelsage.memory_backend import (
     stats,
     vector_index,
 )
+from kernelsage.memory_backend.candidates import CandidateCaches
 from kernelsage.memory_backend.consolidation import RuleAbstractor
 from kernelsage.memory_backend.database import database_url, open_pool, run_transaction, transaction
 from kernelsage.memory_backend.items import (
@@ -48,7 +49,7 @@ from kernelsage.memory_backend.policies import MemoryPolicy, get_policy
 from kernelsage.memory_backend.records import EpisodeTrace, Stage
 from kernelsage.memory_backend.tokens import TokenCounter, approx_token_count
 from kernelsage.memory_backend.transfer import export_namespace, import_namespace
-from kernelsage.memory_backend.validation import MAX_EPISODE_ITEMS, check_new_items, check_trace
+from kernelsage.memory_backend.validation import MAX_EPISODE_ITEMS, check_count, check_new_items, check_trace
 
 __all__ = ["MAX_DIM", "Memory", "MemoryStore", "RuleAbstractor", "export_namespace", "import_namespace"]
 
@@ -63,6 +64,7 @@ class MemoryStore:
         self.token_counter = token_counter
         self._owns_pool = owns_pool
         self.index_builds = vector_index.IndexBuilds(pool)
+        self.candidate_caches = CandidateCaches()  # consolidation reads what changed since its last run
         self.migrate()
 
     @classmethod
@@ -129,6 +131,8 @@ class MemoryStore:
         """
         info = namespaces.resolve(self.pool, name, embeddings=embeddings, embedding_dim=embedding_dim,
                                   create=create and not read_only, seed=seed, token_counter=self.token_counter)
+        if not read_only:  # a build an earlier process left unfinished is cleaned up and done again
+            self.index_builds.request(info)
         chosen = policy if isinstance(policy, MemoryPolicy) else get_policy(policy)
         return Memory(self, info, embeddings=embeddings, policy=chosen, read_only=read_only,
                       params=params or self.params)
@@ -208,6 +212,7 @@ class Memory:
 
     def list_items(self, *, state: str | None = None, limit: int = 50) -> list[MemoryItem]:
         """Items by descending utility (then id), optionally of one lifecycle state."""
+        limit = check_count(limit, "the listing's limit", minimum=0)
         with self.store._transaction() as conn:
             return item_rows.list_items(conn, self.info.id, state, limit)
 
@@ -220,6 +225,7 @@ class Memory:
 
     def relevance_pool(self, query: Sequence[float] | np.ndarray, *, size: int) -> list[tuple[MemoryItem, float]]:
         """The `size` retrievable items nearest to the query by cosine similarity, nearest first."""
+        size = check_count(size, "the pool size")
         with self.store._transaction() as conn:
             return retrieval.relevance_pool(conn, self.info, query, size, probes=self.params.probes,
                                             exclude_resident=self.policy.uses_hot_memory)
@@ -240,11 +246,12 @@ class Memory:
         An agent passes the `episode_id` and the `round` the items are shown in (the round of their
         `Exposure` records): the store records what it showed, and that episode's commit must match it.
         """
+        k = self.params.top_k if k is None else check_count(k, "k, the number of cold items to return")
         episode = None
         if episode_id is not None and not self.read_only:
             episode = (episode_id, 0 if round is None else round)
         return retrieval.retrieve(self.store.pool, self.info, self.policy, self.params, self.embeddings, query,
-                                  k=k or self.params.top_k, stage=stage, rng=rng or random.Random(),
+                                  k=k, stage=stage, rng=rng or random.Random(),
                                   episode=episode)
 
     def show(self, episode_id: str, round: int, item_ids: Sequence[int]) -> Retrieval:
@@ -295,7 +302,7 @@ class Memory:
             return ConsolidationResult(hot_version=self.info_now().hot_version, hot=(), promoted=(), demoted=(),
                                        validated=0, abstracted=0, tokens_used=0, budget=self.params.hot_budget_tokens)
         return consolidation.consolidate(self.store.pool, self.info, self.policy, self.params,
-                                         self.store.token_counter, seed=seed,
+                                         self.store.token_counter, seed=seed, caches=self.store.candidate_caches,
                                          abstract_rule=abstract_rule or consolidation.keep_source_text)
 
     # -- statistics -------------------------------------------------------------------------------

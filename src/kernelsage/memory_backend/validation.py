@@ -11,6 +11,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+import numpy as np
+
 from kernelsage.errors import EpisodeError, ItemError
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.records import EpisodeTrace
@@ -24,6 +26,7 @@ MAX_ROUNDS = 10_000  # round outcomes of one episode, and the highest round numb
 MAX_NEW_ITEMS = 200_000  # items added in one call (bulk loads)
 MAX_EPISODE_ITEMS = 1_000  # experiences stored with one episode
 MAX_ITEM_ID = 2**63 - 1
+MAX_FETCH = 10_000_000  # items one search or listing may return (a pool, k, a page of the LangGraph view)
 ITEM_KINDS = ("experience", "knowledge", "rule")
 
 
@@ -38,6 +41,13 @@ def check_text(value: object, what: str, limit: int, *, required: bool = False,
         raise error(f"{what} has {len(value):,} characters; the limit is {limit:,}: shorten it")
     if "\x00" in value:
         raise error(f"{what} contains a NUL character")
+
+
+def check_count(value: object, what: str, *, minimum: int = 1, limit: int = MAX_FETCH) -> int:
+    """A whole number of items in [minimum, limit] (not a bool, not a float): the size of a search or a page."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not minimum <= value <= limit:
+        raise ItemError(f"{what} is {value!r}; it must be a whole number from {minimum:,} to {limit:,}")
+    return int(value)
 
 
 def _check_json(value: object, what: str, error: type[Exception]) -> None:

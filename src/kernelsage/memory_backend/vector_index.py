@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -82,21 +84,60 @@ def current_lists(conn: psycopg.Connection, namespace_id: int) -> int | None:
     return max(valid) if valid else None
 
 
-def maintain(pool: ConnectionPool, info: NamespaceInfo) -> int | None:
-    """Rebuild the namespace's vector index when its size calls for it; returns the lists it was rebuilt
-    with, or None when nothing was done (no need, or another process is rebuilding it now).
+def maintain(pool: ConnectionPool, info: NamespaceInfo, *, stop: threading.Event | None = None) -> int | None:
+    """Rebuild the namespace's vector index when its size calls for it, and remove what an aborted build
+    left (an invalid index, an old index beside its replacement); returns the lists it was rebuilt with,
+    or None when no build was needed (or `stop` was set while it waited for another build to end).
 
     Built with CREATE INDEX CONCURRENTLY beside the old index, which serves searches until it is dropped,
-    so neither searches nor commits wait for the build. A build cut short (a killed process) leaves an
-    invalid index behind, which the next call removes before building again. A failed build is logged, not
-    raised: the write that called it is committed, searches stay correct, and the next write tries again.
+    so neither searches nor commits wait for the build. Builds of every namespace take turns under one
+    database-wide lock (see `_build_lock`). A build the server aborts is cleaned up and tried again
+    (BUILD_ATTEMPTS in all); a failure after that is logged, not raised: the write that called it is
+    committed, searches stay correct with the old index, and the next write or open tries again.
     """
+    for attempt in range(1, BUILD_ATTEMPTS + 1):
+        try:
+            return _maintain(pool, info, stop)
+        except psycopg.Error as exc:
+            retry = attempt < BUILD_ATTEMPTS and isinstance(exc, _RETRIED)
+            _log.warning("could not rebuild the vector index of namespace %r (%s); %s", info.name,
+                         " ".join(str(exc).split()), "trying again" if retry else "searches use the old one")
+            if not retry:
+                return None
+            time.sleep(0.2 * attempt)
+    return None
+
+
+BUILD_ATTEMPTS = 3
+_RETRIED = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure, psycopg.errors.LockNotAvailable)
+BUILD_LOCK_POLL_S = 0.25  # how often a build waiting for another one asks for the lock again
+
+
+def _leftovers(indexes: list[dict]) -> list[str]:
+    """Indexes an aborted build or drop left: invalid ones, and valid ones beside a larger valid one."""
+    largest = max((r["lists"] for r in indexes if r["valid"]), default=None)
+    return [r["name"] for r in indexes if not r["valid"] or r["lists"] != largest]
+
+
+@contextmanager
+def _build_lock(conn: psycopg.Connection, stop: threading.Event | None) -> Iterator[bool]:
+    """Hold the database-wide index-build lock (yields False when `stop` was set while waiting).
+
+    One lock for every namespace, not one each: all namespaces' indexes are partial indexes on one table,
+    and two CREATE INDEX CONCURRENTLY on one table deadlock (each waits for the other's snapshot; on
+    indexes with an expression or a predicate PostgreSQL cannot tell that they need not). The lock is
+    asked for by polling with pg_try_advisory_lock, never by waiting inside a statement: a waiting
+    statement holds a snapshot, which the build under way would wait for in turn.
+    """
+    stop = stop or threading.Event()
+    while not conn.execute(q.VECTOR_INDEX_LOCK, (q.INDEX_LOCK_CLASS, q.INDEX_LOCK_ALL)).fetchone()["locked"]:
+        if stop.wait(BUILD_LOCK_POLL_S):
+            yield False
+            return
     try:
-        return _maintain(pool, info)
-    except psycopg.Error as exc:
-        _log.warning("could not rebuild the vector index of namespace %r (%s); searches use the old one",
-                     info.name, " ".join(str(exc).split()))
-        return None
+        yield True
+    finally:
+        conn.execute(q.VECTOR_INDEX_UNLOCK, (q.INDEX_LOCK_CLASS, q.INDEX_LOCK_ALL))
 
 
 class IndexBuilds:
@@ -110,6 +151,7 @@ class IndexBuilds:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._queued: set[int] = set()
+        self._stop = threading.Event()  # set by close: a job still waiting for another build gives up
 
     def request(self, info: NamespaceInfo) -> None:
         """Check the namespace's index (and rebuild it if its size calls for it) in the background."""
@@ -122,7 +164,7 @@ class IndexBuilds:
     def _build(self, pool: ConnectionPool, info: NamespaceInfo) -> None:
         with self._lock:
             self._queued.discard(info.id)  # a write during the build asks again, and is checked after it
-        maintain(pool, info)
+        maintain(pool, info, stop=self._stop)
 
     def _submit(self, job: Callable[[ConnectionPool], object]) -> None:
         with self._lock:
@@ -138,7 +180,7 @@ class IndexBuilds:
 
     def drop_orphans(self) -> None:
         """Drop, in the background, the indexes of namespaces deleted since (see `drop_orphaned`)."""
-        self._submit(drop_orphaned)
+        self._submit(drop_orphaned)  # not given up at close: a drop is quick, and nothing else would sweep
 
     def wait(self) -> None:
         """Return when every build requested so far has ended."""
@@ -148,35 +190,34 @@ class IndexBuilds:
             executor.submit(lambda: None).result()
 
     def close(self) -> None:
+        """Wait for the build under way (one still waiting for another process's build is given up:
+        the next write or open asks again)."""
+        self._stop.set()
         with self._lock:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True)
 
 
-def _maintain(pool: ConnectionPool, info: NamespaceInfo) -> int | None:
+def _maintain(pool: ConnectionPool, info: NamespaceInfo, stop: threading.Event | None) -> int | None:
     with pool.connection() as conn:
         rows = conn.execute(q.COUNT_VECTORS, (info.id,)).fetchone()["n"]
-        current = current_lists(conn, info.id)
+        indexes = _indexes(conn, info.id)
         conn.rollback()
-        if not needs_rebuild(current, rows):
+        current = max((r["lists"] for r in indexes if r["valid"]), default=None)
+        if not needs_rebuild(current, rows) and not _leftovers(indexes):
             return None
         conn.autocommit = True  # CREATE / DROP INDEX CONCURRENTLY cannot run inside a transaction
         try:
-            if not conn.execute(q.VECTOR_INDEX_LOCK, (q.INDEX_LOCK_CLASS, info.id)).fetchone()["locked"]:
-                return None
-            try:
-                return _rebuild(conn, info)
-            finally:
-                conn.execute(q.VECTOR_INDEX_UNLOCK, (q.INDEX_LOCK_CLASS, info.id))
+            with _build_lock(conn, stop) as locked:
+                return _rebuild(conn, info) if locked else None
         finally:
             conn.autocommit = False
 
 
 def _rebuild(conn: psycopg.Connection, info: NamespaceInfo) -> int | None:
-    for index in _indexes(conn, info.id):  # left by a build that was cut short
-        if not index["valid"]:
-            conn.execute(q.drop_index_concurrently(index["name"]))
+    for name in _leftovers(_indexes(conn, info.id)):  # left by a build or a drop that was cut short
+        conn.execute(q.drop_index_concurrently(name))
     rows = conn.execute(q.COUNT_VECTORS, (info.id,)).fetchone()["n"]
     current = current_lists(conn, info.id)
     if not needs_rebuild(current, rows):  # another process rebuilt it meanwhile
@@ -186,6 +227,9 @@ def _rebuild(conn: psycopg.Connection, info: NamespaceInfo) -> int | None:
     conn.execute(f"SET maintenance_work_mem = '{max(megabytes, 128)}MB'")
     try:
         conn.execute(q.create_vector_index(info.id, info.embedding_dim, lists, concurrently=True))
+    except psycopg.Error:  # an aborted concurrent build leaves an invalid index: not left for later
+        conn.execute(q.drop_index_concurrently(q.vector_index_name(info.id, lists)))
+        raise
     finally:  # the connection goes back to the pool
         conn.execute("RESET maintenance_work_mem")
     for index in _indexes(conn, info.id):
@@ -194,7 +238,7 @@ def _rebuild(conn: psycopg.Connection, info: NamespaceInfo) -> int | None:
     return lists
 
 
-def drop_orphaned(pool: ConnectionPool) -> list[str]:
+def drop_orphaned(pool: ConnectionPool, stop: threading.Event | None = None) -> list[str]:
     """Drop the vector indexes whose namespace was deleted; returns their names.
 
     A delete removes the namespace's rows in its transaction and leaves its indexes to this: DROP INDEX
@@ -206,13 +250,14 @@ def drop_orphaned(pool: ConnectionPool) -> list[str]:
     with pool.connection() as conn:
         conn.autocommit = True
         try:
-            for row in conn.execute(q.ORPHANED_VECTOR_INDEXES, (q.VECTOR_INDEX_FAMILY,)).fetchall():
-                try:
-                    conn.execute(q.drop_index_concurrently(row["name"]))
-                    dropped.append(row["name"])
-                except psycopg.Error as exc:
-                    _log.warning("could not drop the vector index %s of a deleted namespace (%s)", row["name"],
-                                 " ".join(str(exc).split()))
+            with _build_lock(conn, stop) as locked:  # a concurrent drop and build on one table deadlock too
+                for row in conn.execute(q.ORPHANED_VECTOR_INDEXES, (q.VECTOR_INDEX_FAMILY,)).fetchall() if locked else ():
+                    try:
+                        conn.execute(q.drop_index_concurrently(row["name"]))
+                        dropped.append(row["name"])
+                    except psycopg.Error as exc:
+                        _log.warning("could not drop the vector index %s of a deleted namespace (%s)", row["name"],
+                                     " ".join(str(exc).split()))
         finally:
             conn.autocommit = False
     return dropped
