@@ -169,8 +169,25 @@ def check_ascend() -> Check:
     return Check("ascend backend", "warn", detail, "; ".join(fixes) + "; see docs/ascend.md")
 
 
-CHECKS: tuple[Callable[[], Check], ...] = (
-    check_isolation, check_backend, check_database, check_embeddings, check_model, check_ascend,
+def check_triton() -> list[Check]:
+    """The triton backend (optional): one line per device (interpret, cuda, npu), usable or why not."""
+    from kernelsage.tools.isolation import detect
+    from kernelsage.tools.triton.devices import DEVICES, device_status
+    from kernelsage.tools.triton.python_view import usable
+
+    checks = []
+    for device in DEVICES:
+        status = device_status(device)
+        problem = usable(detect()) if status.usable else ""
+        ok = status.usable and not problem
+        checks.append(Check(f"triton {device}", "ok" if ok else "warn",
+                            status.detail if ok else f"unavailable (optional): {problem or status.detail}",
+                            "" if ok else "see docs/triton.md"))
+    return checks
+
+
+CHECKS: tuple[Callable[[], Check | list[Check]], ...] = (
+    check_isolation, check_backend, check_database, check_embeddings, check_model, check_ascend, check_triton,
 )
 
 
@@ -187,12 +204,13 @@ def ascend_build_checks() -> list[Check]:
 BACKEND_CHECKS: dict[str, tuple[Callable[[], Check | list[Check]], ...]] = {
     "cpu": (check_isolation, check_backend),
     "ascend": (check_isolation, check_ascend, ascend_build_checks),
+    "triton": (check_isolation, check_triton),
 }
 
 
 def doctor(as_json: bool = JsonOption,
            offline: bool = typer.Option(False, "--offline", help="Do not call the model endpoint."),
-           backend: str | None = typer.Option(None, "--backend", help="Only what this backend needs (cpu, ascend); "
+           backend: str | None = typer.Option(None, "--backend", help="Only what this backend needs (cpu, ascend, triton); "
                                               "ascend also lists what its builds would use.")) -> None:
     """Check the isolation of candidates, the backends, the database, the embeddings and the model endpoint
     (one tiny request, unless --offline); with --backend, only what that backend needs."""

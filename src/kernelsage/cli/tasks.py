@@ -107,6 +107,20 @@ UnsafeOption = typer.Option(
          "read your files and environment. Only for code you trust.")
 
 
+DeviceOption = typer.Option(
+    None, "--device", help="The triton backend's device: interpret (CPU, correctness only), cuda or npu; default "
+                           "KERNELSAGE_TRITON_DEVICE, else cuda where torch sees a GPU, else interpret.")
+
+
+def candidate_name(source: Path, candidate_files: tuple[str, ...]) -> str:
+    """The name the backend sees: a C++ file's own (.cpp, .cc, .cxx), else the backend's one file name
+    (kernel.cpp, kernel.py)."""
+    expected = candidate_files[0]
+    if expected.endswith(".cpp") and source.suffix in (".cpp", ".cc", ".cxx"):
+        return source.name
+    return expected
+
+
 def check(
     task_id: str = typer.Option(..., "--task", "-t", help="Task id (see `kernelsage tasks list`)."),
     source: Path = typer.Option(..., "--source", help="The candidate kernel source file."),
@@ -118,6 +132,7 @@ def check(
     tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
     time_limit: float | None = TimeLimitOption,
+    device: str | None = DeviceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Compile, verify and (when correct) profile one candidate, exactly as `eval` and the agent do; exit code 0
@@ -130,16 +145,19 @@ def check(
         raise ConfigurationError(f"{source}: no such source file")
     task = find_task(load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id]),
                      task_id)  # only this task is loaded and scaled
-    # The compiler needs a C++ suffix; any other file name is presented to it as kernel.cpp.
-    name = source.name if source.suffix in (".cpp", ".cc", ".cxx") else "kernel.cpp"
     options: dict[str, Any] = backend_options(memory_limit, time_limit)
+    if device is not None:
+        if backend_name != "triton":
+            raise ConfigurationError(f"--device chooses a triton device; the {backend_name} backend has none")
+        options["device"] = device
     if unsafe_no_isolation:
         err_console.print("[bold red]WARNING: --unsafe-no-isolation: where bubblewrap is unavailable the "
                           "candidate is compiled and run WITHOUT ISOLATION, with your user's access to files, "
                           "processes and network.[/]", highlight=False)
         options["unsafe_no_isolation"] = True
     with get_backend(backend_name, **options) as backend:
-        evaluation = evaluate_candidate(backend, task, {name: source.read_text()})
+        evaluation = evaluate_candidate(backend, task, {candidate_name(source, backend.candidate_files):
+                                                        source.read_text()})
     report: dict[str, Any] = {
         "task": task.id, "backend": backend_name, "correct": evaluation.correct, "status": evaluation.status.value,
         "compile": evaluation.compile.to_dict(), "verify": evaluation.verify.to_dict() if evaluation.verify else None,
@@ -168,7 +186,9 @@ def _print_check(report: dict[str, Any], evaluation: Any) -> None:
         if not verified.correct:
             table.add_row("", escape(describe_mismatches(verified) or verified.message))
     if profiled is not None:
-        if profiled.candidate and profiled.reference:
+        if profiled.candidate and profiled.candidate.reps == 0:  # an interpreter's profile: nothing was timed
+            table.add_row("profile", "not timed")
+        elif profiled.candidate and profiled.reference:
             table.add_row("profile", f"candidate {profiled.candidate.mean * 1e3:.3f} ms (median "
                                      f"{profiled.candidate.median * 1e3:.3f} ms, cv {profiled.candidate.cv:.1%}), "
                                      f"reference {profiled.reference.mean * 1e3:.3f} ms (cv "

@@ -176,6 +176,58 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         CREATE INDEX ks_episodes_seq ON ks_episodes (namespace_id, seq);
         """,
     ),
+    (
+        5,
+        "lexical retrieval: each item's names (identifiers and words) as a tsvector, kept by triggers, GIN-indexed",
+        """
+        -- Kernel errors are named things (DataCopyPad, _mm256_fmadd_ps) that dense vectors rank poorly. The
+        -- parser of every text search configuration splits identifiers at underscores, so an item's document
+        -- is its words as whole lower-cased lexemes (hybrid.py builds queries the same way), without positions.
+        CREATE FUNCTION ks_lexemes(doc text) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT array_to_tsvector(ARRAY(SELECT DISTINCT lower(m[1])
+                                           FROM regexp_matches(doc, '([A-Za-z_][A-Za-z0-9_]*)', 'g') AS m))
+        $$;
+        -- What lexical retrieval reads of an item: text, evidence, code example and an error signature.
+        CREATE FUNCTION ks_item_lexemes_of(text text, evidence text, code text, metadata jsonb) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT ks_lexemes(concat_ws(' ', text, evidence, code, metadata->>'error_signature'))
+        $$;
+        -- Apart from ks_items (as the vectors are): its rows are written when an item's text changes, never
+        -- by the statistics updates of an episode commit, and exports of ks_items do not change.
+        CREATE TABLE ks_item_lexemes (
+            item_id bigint PRIMARY KEY REFERENCES ks_items(id) ON DELETE CASCADE,
+            namespace_id int NOT NULL,
+            lexemes tsvector NOT NULL
+        );
+        CREATE INDEX ks_item_lexemes_gin ON ks_item_lexemes USING gin (lexemes);
+        INSERT INTO ks_item_lexemes (item_id, namespace_id, lexemes)
+            SELECT id, namespace_id, ks_item_lexemes_of(text, evidence, code_example, metadata) FROM ks_items;
+        -- One statement-level trigger per insert (COPY included): one INSERT ... SELECT for a whole batch.
+        CREATE FUNCTION ks_items_lexemes_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO ks_item_lexemes (item_id, namespace_id, lexemes)
+                SELECT id, namespace_id, ks_item_lexemes_of(text, evidence, code_example, metadata) FROM new_items;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER ks_items_lexemes_insert AFTER INSERT ON ks_items REFERENCING NEW TABLE AS new_items
+            FOR EACH STATEMENT EXECUTE FUNCTION ks_items_lexemes_insert();
+        CREATE FUNCTION ks_items_lexemes_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE ks_item_lexemes SET lexemes = ks_item_lexemes_of(NEW.text, NEW.evidence, NEW.code_example,
+                                                                    NEW.metadata)
+                WHERE item_id = NEW.id;
+            RETURN NULL;
+        END
+        $$;
+        -- Row-level and only when the text read changes: statistics and metadata merges pass it by.
+        CREATE TRIGGER ks_items_lexemes_update AFTER UPDATE OF text, evidence, code_example, metadata ON ks_items
+            FOR EACH ROW WHEN (OLD.text IS DISTINCT FROM NEW.text OR OLD.evidence IS DISTINCT FROM NEW.evidence
+                               OR OLD.code_example IS DISTINCT FROM NEW.code_example
+                               OR OLD.metadata->>'error_signature' IS DISTINCT FROM NEW.metadata->>'error_signature')
+            EXECUTE FUNCTION ks_items_lexemes_update();
+        """,
+    ),
 )
 
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(%s, 0)"

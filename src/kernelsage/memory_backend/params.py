@@ -9,6 +9,7 @@ from kernelsage.errors import ConfigurationError
 
 # The namespace the CLI and the graph use unless told otherwise: backend / kernel language / project.
 DEFAULT_NAMESPACE = "cpu/cpp/default"
+RETRIEVALS = ("vector", "hybrid")  # how the relevance pool is taken (SageParams.retrieval)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +45,12 @@ class SageParams:
     # operator family when their texts are identical or their embeddings' cosine similarity reaches this
     # (dedup.py, docs/memory.md). 1.0 merges only identical vectors (and identical texts).
     merge_similarity: float = 0.97
+    # Hybrid retrieval (reconstruction): "vector" takes the relevance pool by cosine similarity alone; "hybrid"
+    # also takes one by the names the query text holds (identifiers such as DataCopyPad or _mm256_fmadd_ps,
+    # full-text search in PostgreSQL) and fuses the two by reciprocal-rank fusion with constant rrf_k before
+    # the policy's rerank (hybrid.py, docs/memory.md "Retrieval by exact names").
+    retrieval: str = "vector"
+    rrf_k: int = 60
     # Value memory baseline, EvoKernel-style (METHOD §7; values are reconstruction)
     value_alpha: float = 0.1  # Q <- Q + alpha (r - Q)
     value_lambda: int = 3  # take top lambda*N by similarity, then N by Q
@@ -58,6 +65,10 @@ class SageParams:
         for name in ("k_ado", "k_op", "hot_budget_tokens", "rounds", "pool_size", "top_k", "value_lambda"):
             if getattr(self, name) < 1:
                 problems.append(f"{name}={getattr(self, name)} must be at least 1")
+        if self.retrieval not in RETRIEVALS:
+            problems.append(f"retrieval={self.retrieval!r} must be one of {', '.join(RETRIEVALS)}")
+        if self.rrf_k < 1:
+            problems.append(f"rrf_k={self.rrf_k} must be at least 1")
         if self.probes < 0:
             problems.append(f"probes={self.probes} must be 0 (scaled with the index) or a count of lists")
         if self.eta_min == 0.0:
@@ -98,6 +109,9 @@ def parse_overrides(texts: str | list[str] | tuple[str, ...]) -> dict[str, Any]:
             )
         if name == "probes" and raw.strip() == "auto":
             overrides[name] = 0  # scaled with the index, the default
+            continue
+        if types[name] in (str, "str"):
+            overrides[name] = raw.strip()
             continue
         try:
             overrides[name] = int(raw) if types[name] in (int, "int") else float(raw)

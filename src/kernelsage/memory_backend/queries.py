@@ -102,6 +102,15 @@ BUMP_UGC_EPOCH = "UPDATE ks_namespaces SET ugc_epoch = ugc_epoch + 1 WHERE id = 
 # fewer rows than asked for.
 SEARCH_SETTINGS = "SELECT set_config('ivfflat.probes', %s, true), set_config('ivfflat.iterative_scan', %s, true)"
 
+# Lexical retrieval (hybrid.py): items whose names match the tsquery %(tsq)s, the most matches first. The
+# GIN index finds the matches; ranking reads each, so hybrid.py looks up only name-shaped words.
+LEXICAL_ITEMS = (
+    f"SELECT {', '.join('i.' + c.strip() for c in _ITEM_COLUMNS.split(','))}, ts_rank(l.lexemes, t.q) AS rank "
+    "FROM ks_item_lexemes l CROSS JOIN (SELECT %(tsq)s::tsquery AS q) AS t JOIN ks_items i ON i.id = l.item_id "
+    "WHERE l.lexemes @@ t.q AND l.namespace_id = %(ns)s AND NOT (%(exclude)s AND i.state = 'hot') "
+    "ORDER BY rank DESC, l.item_id LIMIT %(n)s"
+)
+
 # The ledger of what a retrieval showed (one row per episode round, one per item shown in it).
 DELETE_RETRIEVAL = "DELETE FROM ks_retrievals WHERE namespace_id = %s AND episode_id = %s AND round = %s"
 INSERT_RETRIEVAL = "INSERT INTO ks_retrievals (namespace_id, episode_id, round, hot_version) VALUES (%s, %s, %s, %s)"

@@ -1,4 +1,5 @@
-"""Retrieval: the resident hot rules plus a relevance pool from the vector index, reranked late by the policy."""
+"""Retrieval: the resident hot rules plus a relevance pool (the vector index, or fused with a lexical ranking:
+hybrid.py), reranked late by the policy."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from kernelsage.errors import EpisodeError, NamespaceError
-from kernelsage.memory_backend import item_rows, ledger, vector_index
+from kernelsage.memory_backend import hybrid, item_rows, ledger, vector_index
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.database import run_transaction
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo, Retrieval, ShownItem
@@ -50,6 +51,17 @@ def relevance_pool(conn: psycopg.Connection, info: NamespaceInfo, query: Sequenc
     return pool
 
 
+def candidate_pool(conn: psycopg.Connection, info: NamespaceInfo, vector: np.ndarray, text: str | None, size: int,
+                   params: SageParams, *, exclude_resident: bool) -> list[tuple[MemoryItem, float]]:
+    """The relevance pool the policy reranks: by cosine similarity, or with `params.retrieval` "hybrid" and a
+    text query, that ranking fused by RRF with the lexical one of the names the text holds (hybrid.py)."""
+    pool = relevance_pool(conn, info, vector, size, exclude_resident=exclude_resident, probes=params.probes)
+    if params.retrieval != "hybrid" or not text:
+        return pool
+    lexical = hybrid.lexical_pool(conn, info, hybrid.query_names(text), size, exclude_resident=exclude_resident)
+    return hybrid.fuse_pools(pool, lexical, params.rrf_k, size)
+
+
 def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
              embeddings: Embeddings | None, query: Query, *, k: int, stage: Stage, rng: random.Random,
              episode: tuple[str, int] | None = None) -> Retrieval:
@@ -59,6 +71,7 @@ def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, pa
     no rule is ever both hot and cold. With `episode` (episode id, round) what was shown is recorded in
     the retrieval ledger, which that episode's commit is checked against.
     """
+    text = query if isinstance(query, str) else None
     if policy.retrieves and isinstance(query, str):
         if embeddings is None:
             raise NamespaceError("a text query needs the memory to be opened with embeddings")
@@ -73,9 +86,8 @@ def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, pa
         version = counters(conn, info)["hot_version"]
         hot = [ShownItem(item=i, tier="hot") for i in hot_rules(conn, info.id, policy)]
         resident = {s.item.id for s in hot}
-        found = relevance_pool(conn, info, vector, max(params.pool_size, k),  # type: ignore[arg-type]
-                               exclude_resident=policy.uses_hot_memory,
-                               probes=params.probes) if vector is not None else []
+        found = candidate_pool(conn, info, vector, text, max(params.pool_size, k), params,
+                               exclude_resident=policy.uses_hot_memory) if vector is not None else []
         found = [(item, rel) for item, rel in found if item.id not in resident]
         by_id = {item.id: item for item, _ in found}
         candidates = [PoolEntry(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft,

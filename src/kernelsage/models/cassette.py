@@ -258,12 +258,12 @@ class _Cassette:
             return answers[position]
 
     def nearest(self, request: dict[str, Any]) -> int | None:
-        """The recorded exchange most like `request`: among those with as many messages and the same tools
-        (the same node asking), the most similar canonical text."""
+        """The recorded exchange most like `request`: among those with as many messages and tools of the same
+        names (the same node asking; a tool's description names its task), the most similar canonical text."""
         wanted = _request_lines(request)
         alike = [n for n, recorded in enumerate(self.requests)
                  if len(recorded.get("messages", ())) == len(request["messages"])
-                 and recorded.get("tools", []) == request["tools"]]
+                 and _tool_names(recorded.get("tools", [])) == _tool_names(request["tools"])]
         if not alike:
             return None
         return max(alike, key=lambda n: difflib.SequenceMatcher(None, _request_lines(self.requests[n]),
@@ -281,6 +281,10 @@ class _Cassette:
     def difference_from(self, position: int, request: dict[str, Any], limit: int = 12) -> str:
         """How `request` differs from the recorded request at `position`."""
         return _difference(_request_lines(self.requests[position]), _request_lines(request), limit)
+
+
+def _tool_names(tools: list[dict[str, Any]]) -> list[Any]:
+    return [tool.get("function", {}).get("name", tool) for tool in tools]
 
 
 def _difference(recorded: list[str], wanted: list[str], limit: int) -> str:

@@ -56,6 +56,8 @@ def _register_builtin() -> None:
         register_backend("cpu", CpuBackend)
     if "ascend" not in _FACTORIES:
         register_backend("ascend", _ascend_backend)
+    if "triton" not in _FACTORIES:
+        register_backend("triton", _triton_backend)
 
 
 def _ascend_backend(**options: object) -> KernelBackend:
@@ -63,3 +65,10 @@ def _ascend_backend(**options: object) -> KernelBackend:
     from kernelsage.tools.ascend.backend import AscendBackend
 
     return AscendBackend(**options)  # type: ignore[arg-type]
+
+
+def _triton_backend(**options: object) -> KernelBackend:
+    # Imported when asked for: the triton backend checks its device (and triton's presence) when it is built.
+    from kernelsage.tools.triton.backend import TritonBackend
+
+    return TritonBackend(**options)  # type: ignore[arg-type]

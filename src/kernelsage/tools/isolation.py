@@ -216,7 +216,7 @@ def sandboxed(isolation: Isolation, command: Sequence[str], *, env: Mapping[str,
               rw_binds: Sequence[tuple[str, str]] = (), data_files: Sequence[tuple[int, str, int]] = (),
               chdir: str = "/", tmp_bytes: int = 64 << 20, info_fd: int | None = None,
               system_files: Sequence[str] | None = None,
-              system_mounts: Sequence[Sequence[str]] | None = None) -> list[str]:
+              system_mounts: Sequence[Sequence[str]] | None = None, extra_args: Sequence[str] = ()) -> list[str]:
     """The command line that runs `command` isolated (or merely limited, at level "none").
 
     `ro_binds` / `rw_binds` are (host path, sandbox path); `data_files` are (fd, sandbox path, mode): bubblewrap
@@ -224,6 +224,7 @@ def sandboxed(isolation: Isolation, command: Sequence[str], *, env: Mapping[str,
     `system_files`, when given, replaces the read-only system directories by these files alone (see
     `runtime_mounts`): a program that needs only its shared libraries finds nothing else to open or load.
     `system_mounts`, when given, replaces them by exactly these `Mount`s (plus the /bin, /lib... links).
+    `extra_args` are further bubblewrap options (a device node for a GPU runner: `--dev-bind`).
     """
     if not isolation.available:
         return [*limits_prefix(limits), *command]
@@ -239,6 +240,7 @@ def sandboxed(isolation: Isolation, command: Sequence[str], *, env: Mapping[str,
         args += ["--bind", source, target]
     for fd, target, mode in data_files:
         args += ["--perms", f"{mode:04o}", "--ro-bind-data", str(fd), target]
+    args += list(extra_args)
     for name, value in env.items():
         args += ["--setenv", name, value]
     if info_fd is not None:

@@ -17,22 +17,23 @@ from kernelsage.memory_backend.items import ShownItem
 
 
 def retrieval_query(state: EpisodeState, description: str) -> str:
-    """What the memory is asked: the task, and once something failed, the diagnosis and error signature
-    (bounded: MAX_QUERY_CHARS in all)."""
-    parts = [description]
+    """What the memory is asked: once something failed, the first compiler error, the failure and the
+    diagnosis, then the task (bounded: MAX_QUERY_CHARS in all). The error comes first so that a long task
+    description cannot push it out: it holds the names (an API, an attribute) hybrid retrieval looks up."""
+    parts = []
     history = attempts(state)
     last = history[-1] if history else None
     if last is not None and not last.correct:
-        parts.append(f"failure: {last.status}")
         first = first_error(last)
         if first is not None:
             parts.append(bound(f"compiler {first.severity}: {first.message}", MAX_SUMMARY_CHARS))
+        parts.append(f"failure: {last.status}")
         diagnosis = diagnosis_of(state)
         if diagnosis:
-            parts.append(diagnosis)
+            parts.append(bound(diagnosis, MAX_QUERY_CHARS // 2))
     elif stage_of(state) == "refine":
         parts.append("make the correct kernel faster: vectorisation, tiling, parallel loops, memory traffic")
-    return bound("\n".join(parts), MAX_QUERY_CHARS)
+    return bound("\n".join([*parts, description]), MAX_QUERY_CHARS)
 
 
 def prompt_item(entry: ShownItem) -> PromptItem:

@@ -1,0 +1,174 @@
+"""The triton backend: one Python file, kernel.py, whose `ks_kernel(inputs, outputs, attrs)` launches
+@triton.jit kernels, on `interpret` (the CPU, through TRITON_INTERPRET=1), `cuda` or `npu` (devices.py).
+
+"Compile" checks the source (source_check.py: imports, names, attributes) and keeps it, hashed, in the
+build cache; Triton itself compiles when the runner first launches a kernel, so its errors come back from
+verify. Verify and (on a GPU or NPU) profile are decided by a trusted judge in a job of a warm sandbox worker;
+the candidate runs in a sandboxed Python runner it starts (judge.py, runner.py). Interpreted code is never
+timed: its profile says so and carries the same nominal time on both sides, so no speed credit is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelsage.errors import BackendError
+from kernelsage.files import write_atomically
+from kernelsage.tasks.model import Task
+from kernelsage.tools.cpu import build
+from kernelsage.tools.cpu.backend import DEFAULT_RUN_LIMITS, default_threads
+from kernelsage.tools.isolated_backend import IsolatedBackend
+from kernelsage.tools.isolation import Isolation
+from kernelsage.tools.redaction import redact
+from kernelsage.tools.results import (
+    Artifact,
+    Candidate,
+    CaseResult,
+    CompileResult,
+    CompilerMessage,
+    ProfileResult,
+    Status,
+    Timing,
+    VerifyResult,
+)
+from kernelsage.tools.sandbox import Limits, Sandbox, classify_crash
+from kernelsage.tools.timing import DEFAULT_REPS, DEFAULT_WARMUP
+from kernelsage.tools.triton.devices import choose_device, device_status
+from kernelsage.tools.triton.source_check import FILE, check_source
+
+JOBS = "kernelsage.tools.triton.jobs"
+NOMINAL_SECONDS = 1.0  # the time an untimed (interpreted) profile gives both sides: a ratio of exactly 1
+UNTIMED = ("interpreted (TRITON_INTERPRET=1): correctness only. The kernel was not timed and the performance case "
+           "was not run; both sides carry the same nominal time, so no speed credit is given")
+
+
+def untimed_profile(task: Task) -> ProfileResult:
+    """What a profile on the interpreter says: verified, not timed, no speed credit."""
+    nominal = Timing(mean=NOMINAL_SECONDS, median=NOMINAL_SECONDS, cv=0.0, minimum=NOMINAL_SECONDS, warmup=0, reps=0)
+    return ProfileResult(status=Status.OK, ok=True, case=task.perf_case.name, candidate=nominal, reference=nominal,
+                         speedup=1.0, output_correct=True, message=UNTIMED, contents="not timed (interpreter)")
+
+
+class TritonBackend(IsolatedBackend):
+    """compile (a source check), verify and profile of Triton candidates on one device."""
+
+    name = "triton"
+    candidate_files = (FILE,)
+
+    def __init__(self, *, device: str | None = None, threads: int | None = None, cache_dir: str | Path | None = None,
+                 trials: int = 3, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
+                 run_limits: Limits | None = None, unsafe_no_isolation: bool = False,
+                 isolation: Isolation | None = None, memory_limit_mb: int | None = None,
+                 time_limit_s: float | None = None) -> None:
+        from kernelsage.tools.cpu.backend import run_limits_for
+
+        self.device = choose_device(device)
+        status = device_status(self.device)
+        if not status.usable:
+            raise BackendError(f"triton device {self.device!r} is not usable here: {status.detail}")
+        self.threads = threads or default_threads()
+        self.cache_dir = Path(cache_dir) if cache_dir else build.cache_root()
+        self.trials, self.warmup, self.reps = trials, warmup, reps
+        self.run_limits = run_limits or (run_limits_for(memory_limit_mb, time_limit_s)
+                                         if memory_limit_mb is not None or time_limit_s is not None
+                                         else DEFAULT_RUN_LIMITS)
+        self._init_isolation(unsafe_no_isolation, isolation)
+        self._sandbox = Sandbox(threads=self.threads, preload=(JOBS,))
+
+    def close(self) -> None:
+        self._sandbox.close()
+
+    def compile(self, candidate: Candidate) -> CompileResult:
+        """The source check, then the source kept in the build cache under its hash."""
+        started = time.perf_counter()
+        source = candidate.files.get(FILE)
+        if source is None or len(candidate.files) != 1:
+            message = f"a triton candidate is one file, {FILE}; got {', '.join(sorted(candidate.files)) or 'none'}"
+            return CompileResult(ok=False, status=Status.COMPILE_ERROR, log=message,
+                                 errors=[CompilerMessage(file="", line=0, column=0, severity="error", message=message)])
+        problems = check_source(source)
+        if problems:
+            forbidden = any(p.forbidden for p in problems)
+            errors = [CompilerMessage(file=FILE, line=p.line, column=p.column, severity="error",
+                                      message=("forbidden: " if p.forbidden else "") + p.message) for p in problems]
+            log = "\n".join(f"{FILE}:{e.line}:{e.column}: error: {e.message}" for e in errors)
+            return CompileResult(ok=False, status=Status.FORBIDDEN if forbidden else Status.COMPILE_ERROR, log=log,
+                                 errors=errors, reason="; ".join(e.message for e in errors[:5]) if forbidden else "",
+                                 seconds=time.perf_counter() - started)
+        data = source.encode()
+        digest = hashlib.sha256(data).hexdigest()
+        target = self.cache_dir / "triton" / digest[:32] / FILE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, data, mode=0o444)
+        return CompileResult(ok=True, status=Status.OK, seconds=time.perf_counter() - started,
+                             artifact=Artifact(backend=self.name, path=str(target), key=digest[:32], sha256=digest))
+
+    def _payload(self, artifact: Artifact, task: Task) -> dict[str, Any]:
+        if artifact.backend != self.name:
+            raise BackendError(f"artifact was built by the {artifact.backend!r} backend, not {self.name!r}")
+        if not Path(artifact.path).is_file():
+            raise BackendError(f"artifact {artifact.path} is missing; compile the candidate again")
+        if task.origin is None:
+            raise BackendError(f"task {task.id!r} was not loaded from a suite; load it with "
+                               "kernelsage.tasks.loaders.load_suite so the sandbox can load it too")
+        return {"source": artifact.path, "source_sha256": artifact.sha256, "device": self.device,
+                "threads": self.threads, "isolation": dataclasses.asdict(self.isolation),
+                "limits": dataclasses.asdict(self.run_limits),
+                "task": {"id": task.id, "origin": dataclasses.asdict(task.origin)}}
+
+    def _run(self, handler: str, payload: dict[str, Any]) -> Any:
+        workdir = self._sandbox.workdir()
+        try:
+            return self._sandbox.run(f"{JOBS}:{handler}", payload, self._limits(self.run_limits), workdir)
+        finally:
+            self._sandbox.discard(workdir)
+
+    def verify(self, artifact: Artifact, task: Task, *, trials: int | None = None,
+               seed: int | None = None) -> VerifyResult:
+        """Every case, `trials` rounds of fresh inputs, compared as the cpu backend does (METHOD §8)."""
+        seed = secrets.randbits(31) if seed is None else seed
+        trials = trials or self.trials
+        started = time.perf_counter()
+        outcome = self._run("verify", {**self._payload(artifact, task), "trials": trials, "seed": seed})
+        seconds = time.perf_counter() - started
+        cases = [CaseResult.model_validate(e["data"]) for e in outcome.events if e.get("kind") == "case"]
+        data = outcome.result()
+        if data is None:
+            status, message = classify_crash(outcome, self.run_limits)
+            return VerifyResult(status=status, correct=False, cases=cases, trials=trials, seed=seed, seconds=seconds,
+                                message=redact(message), stderr_tail=redact(outcome.stderr_tail))
+        failure = next((case for case in cases if not case.passed), None)
+        message = "" if failure is None else (failure.message or f"{failure.n_mismatch} of {failure.n_elements} "
+                                              f"elements wrong in case {failure.case!r} (trial {failure.trial})")
+        return VerifyResult(status=failure.status if failure else Status.OK, correct=failure is None and bool(cases),
+                            cases=cases, trials=trials, seed=seed, seconds=seconds, message=redact(message),
+                            stderr_tail=redact(data.get("stderr_tail", "")) if failure else "")
+
+    def profile(self, artifact: Artifact, task: Task, *, warmup: int | None = None,
+                reps: int | None = None) -> ProfileResult:
+        """On interpret: not timed (see `untimed_profile`). On a GPU or NPU: the judge's clock (device_profile)."""
+        if self.device == "interpret":
+            return untimed_profile(task)
+        payload = {**self._payload(artifact, task), "seed": secrets.randbits(31),
+                   "warmup": self.warmup if warmup is None else warmup, "reps": reps or self.reps}
+        started = time.perf_counter()
+        outcome = self._run("profile", payload)
+        common = {"case": task.perf_case.name, "threads": self.threads, "seconds": time.perf_counter() - started}
+        data = outcome.result()
+        if data is None:
+            status, message = classify_crash(outcome, self.run_limits)
+            return ProfileResult(status=status, ok=False, message=redact(message),
+                                 stderr_tail=redact(outcome.stderr_tail), **common)
+        if data["status"] != "ok":
+            return ProfileResult(status=Status(data["status"]), ok=False, message=redact(data.get("message", "")),
+                                 **common)
+        candidate, reference = Timing(**data["candidate"]), Timing(**data["reference"])
+        return ProfileResult(status=Status.OK, ok=True, candidate=candidate, reference=reference,
+                             speedup=reference.mean / candidate.mean if candidate.mean > 0 else 0.0,
+                             output_correct=True, input_sets=1, round_trip_s=float(data["round_trip_s"]),
+                             contents=str(data["contents"]), **common)

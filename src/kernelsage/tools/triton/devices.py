@@ -1,0 +1,125 @@
+"""The triton backend's devices: `interpret` (the CPU, through TRITON_INTERPRET=1: correctness only), `cuda`
+(NVIDIA GPUs, upstream triton and a CUDA build of torch) and `npu` (Ascend NPUs, triton-ascend and torch_npu
+on a host with CANN). Which one a backend uses, whether it is usable here and why not, and what the runner's
+sandbox needs to reach it. torch_npu is never imported in this process (it fails, or exits the process,
+without CANN): its probe runs in a child.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from kernelsage.errors import BackendError
+
+DEVICES = ("interpret", "cuda", "npu")
+DEVICE_ENV = "KERNELSAGE_TRITON_DEVICE"
+CUDA_NODES = ("/dev/nvidia*",)
+NPU_NODES = ("/dev/davinci*", "/dev/devmm_svm", "/dev/hisi_hdc")
+NPU_DIRS = ("/usr/local/Ascend", "/usr/local/dcmi")  # the driver's libraries and tools (see docs/ascend.md)
+PASSED_ENV_PREFIXES = ("ASCEND_", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
+
+
+@dataclass(frozen=True)
+class DeviceStatus:
+    device: str
+    usable: bool
+    detail: str  # what was found, or why the device cannot be used here and what to do
+
+
+def choose_device(device: str | None = None) -> str:
+    """The device asked for (argument, else KERNELSAGE_TRITON_DEVICE), else cuda where torch sees a GPU, else
+    interpret. An unknown name is refused."""
+    name = (device or os.environ.get(DEVICE_ENV, "")).strip().lower()
+    if not name:
+        return "cuda" if _torch_sees_cuda() else "interpret"
+    if name not in DEVICES:
+        raise BackendError(f"unknown triton device {name!r}: choose one of {', '.join(DEVICES)} "
+                           f"(--device or {DEVICE_ENV})")
+    return name
+
+
+def _torch_sees_cuda() -> bool:
+    import torch
+
+    return bool(torch.version.cuda) and torch.cuda.is_available()
+
+
+def triton_version() -> str:
+    """The installed triton's version, or '' when it is not installed."""
+    if importlib.util.find_spec("triton") is None:
+        return ""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in ("triton", "triton-ascend"):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return "unknown version"
+
+
+def device_status(device: str) -> DeviceStatus:
+    """Whether `device` can run Triton kernels here, with the reason and the fix when it cannot."""
+    found = triton_version()
+    if not found:
+        return DeviceStatus(device, False, "triton is not installed: pip install -e '.[triton]' (docs/triton.md)")
+    if device == "interpret":
+        return DeviceStatus(device, True, f"triton {found}, TRITON_INTERPRET=1 on the CPU: correctness only, "
+                                          "kernels are not timed and earn no speed credit")
+    if device == "cuda":
+        import torch
+
+        if not torch.version.cuda:
+            return DeviceStatus(device, False, f"torch {torch.__version__} is a CPU build: install a CUDA build of "
+                                               "torch (docs/triton.md, 'On a GPU host')")
+        if not torch.cuda.is_available():
+            return DeviceStatus(device, False, "torch sees no CUDA GPU (driver, CUDA_VISIBLE_DEVICES)")
+        return DeviceStatus(device, True, f"triton {found}, {torch.cuda.get_device_name(0)} "
+                                          f"(CUDA {torch.version.cuda})")
+    return _npu_status(found)
+
+
+def _npu_status(found: str) -> DeviceStatus:
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch, torch_npu; print(torch.npu.is_available(), torch.npu.device_count())"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or [f"exit code {probe.returncode}"])[-1][:200]
+        return DeviceStatus("npu", False, f"torch_npu does not import ({last}): install CANN, torch_npu and "
+                                          "triton-ascend (docs/triton.md, 'On an Ascend host')")
+    available, count = [*probe.stdout.split(), "False", "0"][:2]
+    if available != "True":
+        return DeviceStatus("npu", False, "torch_npu sees no NPU (driver, ASCEND_RT_VISIBLE_DEVICES)")
+    return DeviceStatus("npu", True, f"triton {found}, {count} NPU(s) through torch_npu (unverified by kernelsage's "
+                                     "own tests: docs/triton.md)")
+
+
+def sandbox_env(device: str, threads: int) -> dict[str, str]:
+    """The runner's whole environment (bubblewrap starts it with nothing else)."""
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp",
+           "TRITON_CACHE_DIR": "/tmp/triton-cache", "OMP_NUM_THREADS": str(threads), "PYTHONDONTWRITEBYTECODE": "1"}
+    if device == "interpret":
+        env["TRITON_INTERPRET"] = "1"
+    else:  # the driver's libraries and the visible devices, as the host set them
+        env.update({k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV_PREFIXES)})
+    return env
+
+
+def sandbox_device_args(device: str) -> list[str]:
+    """bubblewrap options that show the runner its accelerator: device nodes, and on npu the driver's tree."""
+    patterns = CUDA_NODES if device == "cuda" else NPU_NODES if device == "npu" else ()
+    args: list[str] = []
+    for pattern in patterns:
+        for node in sorted(glob.glob(pattern)):
+            args += ["--dev-bind", node, node]
+    if device == "npu":
+        for folder in NPU_DIRS:
+            if os.path.isdir(folder):
+                args += ["--ro-bind", folder, folder]
+    return args

@@ -1,0 +1,22 @@
+"""What a worker's child does for the triton backend: verify, and profile on a GPU or NPU. The child is the
+trusted judge; the candidate runs in the sandboxed Python runner it starts. `prepare` (the task, loaded in
+the worker and cached) is the cpu backend's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelsage.tasks.model import Task
+from kernelsage.tools.cpu.jobs import Emit, prepare
+from kernelsage.tools.triton import device_profile, judge
+
+__all__ = ["prepare", "profile", "verify"]
+
+
+def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
+    judge.verify(payload, task, emit)
+
+
+def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
+    device_profile.profile(payload, task, emit)

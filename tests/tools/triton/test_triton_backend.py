@@ -1,0 +1,83 @@
+"""The triton backend on the interpreter, end to end: the command line accepts a correct ReLU and refuses
+borrowed compute and a missed element; the shipped reference kernels pass under the interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.tools.triton.conftest import HERE
+
+from kernelsage.tools.results import Candidate, Status
+from kernelsage.tools.triton.backend import untimed_profile
+from kernelsage.tools.triton.devices import choose_device, device_status
+
+REPO = HERE.parents[2]
+KERNELSAGE = Path(sys.executable).with_name("kernelsage")
+
+
+def check(source: Path) -> tuple[int, dict]:
+    completed = subprocess.run(
+        [str(KERNELSAGE), "check", "--backend", "triton", "--device", "interpret", "--task", "l1_relu",
+         "--source", str(source), "--json"], capture_output=True, text=True, timeout=600, check=False)
+    return completed.returncode, json.loads(completed.stdout)
+
+
+def test_check_accepts_a_correct_relu_and_gives_it_no_speed_credit() -> None:
+    code, report = check(HERE / "kernels" / "relu.py")
+    assert (code, report["status"], report["correct"]) == (0, "ok", True), report
+    profile = report["profile"]
+    assert profile["candidate"]["reps"] == 0 and profile["speedup"] == 1.0
+    assert profile["candidate"]["median"] == profile["reference"]["median"]
+    assert profile["candidate"]["ci_low"] == 0.0  # no interval: never counted faster (docs/timing.md)
+    assert "not timed" in profile["message"]
+
+
+def test_check_refuses_torch_relu_before_running_it() -> None:
+    code, report = check(HERE / "kernels" / "relu_torch.py")
+    assert (code, report["status"]) == (1, "forbidden")
+    assert "torch.relu" in report["compile"]["reason"] and report["verify"] is None
+
+
+def test_check_refuses_a_kernel_that_misses_the_last_element() -> None:
+    code, report = check(HERE / "kernels" / "relu_misses_last.py")
+    assert (code, report["status"]) == (1, "partial_write")
+    failure = next(case for case in report["verify"]["cases"] if not case["passed"])
+    assert failure["n_unwritten"] == 1
+
+
+def test_a_tensor_method_that_computes_is_refused_even_when_the_refusal_is_caught(triton_backend, l1_relu) -> None:
+    source = (HERE / "kernels" / "relu_method_caught.py").read_text()
+    compiled = triton_backend.compile(Candidate(task_id="l1_relu", files={"kernel.py": source}))
+    assert compiled.ok  # no static rule can know inputs[0] is a tensor
+    verified = triton_backend.verify(compiled.artifact, l1_relu)
+    assert verified.status is Status.FORBIDDEN and not verified.correct
+    assert "aten.relu" in verified.message
+
+
+def test_the_reference_kernels_pass_under_the_interpreter() -> None:
+    completed = subprocess.run([sys.executable, str(HERE / "verify_examples.py")], capture_output=True, text=True,
+                               timeout=900, check=False, cwd=REPO, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = [json.loads(line) for line in completed.stdout.splitlines()]
+    assert len(results) >= 15
+    assert {r["task"][:2] for r in results} == {"l1", "l2", "l3"}
+    assert [r for r in results if r["status"] != "ok" or r["problems"] or r["refused"]] == []
+
+
+def test_devices_are_named_and_explained() -> None:
+    assert choose_device("interpret") == "interpret"
+    with pytest.raises(Exception, match="unknown triton device"):
+        choose_device("tpu")
+    assert device_status("interpret").usable
+    cuda = device_status("cuda")
+    assert cuda.usable or "CPU build" in cuda.detail or "no CUDA GPU" in cuda.detail
+
+
+def test_an_untimed_profile_says_so(l1_relu) -> None:
+    profile = untimed_profile(l1_relu)
+    assert profile.ok and profile.output_correct and profile.speedup == 1.0 and "not timed" in profile.message
