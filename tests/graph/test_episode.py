@@ -79,3 +79,4 @@ def test_the_same_lesson_taught_twice_in_one_episode_is_stored_once(episode, sto
     lessons = [memory.get_item(i) for i in state["memory_update"]["new_items"]]
     assert [item.text for item in lessons] == ["Parallelise the outermost loop."]
     assert "fixed a compile error" in lessons[0].evidence and "made it faster" in lessons[0].evidence
+    assert lessons[0].metadata["family"] == "activation"  # the task's category: where near-duplicates merge

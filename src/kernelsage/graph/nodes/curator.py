@@ -104,7 +104,9 @@ def extract_experiences(state: EpisodeState, resources: AgentResources, category
     return [
         NewItem(text=lesson, evidence="; ".join(f"{kind}; {evidence}" for kind, evidence, _ in taught),
                 code_example=taught[0][2] or None, operator=state.get("operator", state["task_id"]),
-                kind="experience", metadata={"transition": taught[0][0], "backend": resources.backend.name})
+                kind="experience",
+                # the task's category is the operator family within which near-duplicate lessons merge
+                metadata={"transition": taught[0][0], "backend": resources.backend.name, "family": category})
         for lesson, taught in lessons_once(lessons, found)
     ]
 
