@@ -25,7 +25,7 @@ fi
 [ -d .venv ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[embedded,local-embeddings,dev,triton]"
+.venv/bin/python -m pip install --quiet -e ".[embedded,local-embeddings,dev,ray,triton]"
 # the wheel's pgvector is built for AVX-512 CPUs: where it cannot run, build it for this one
 bash scripts/pgvector_for_this_cpu.sh .venv/bin/python
 echo "kernelsage installed in .venv: try '.venv/bin/kernelsage --version'"

@@ -8,10 +8,10 @@ import itertools
 import numpy as np
 import pytest
 
+from kernelsage.evals.simulator.dispatch import invariant_problems
 from kernelsage.evals.simulator.measures import spearman, stream_measures
 from kernelsage.evals.simulator.run import StreamSpec, run_stream
 from kernelsage.evals.simulator.standin import StandInConfig
-from kernelsage.evals.simulator.study import invariant_problems
 from kernelsage.evals.simulator.world import WorldConfig, build_world
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.store import MemoryStore

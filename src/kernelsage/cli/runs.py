@@ -19,6 +19,13 @@ from kernelsage.cli.preflight import (
     check_suite,
     check_writable,
 )
+from kernelsage.cli.scale_options import (
+    EvalSlotsOption,
+    MaxModelCallsOption,
+    RayCpusOption,
+    RayOption,
+    ScaleOptions,
+)
 from kernelsage.cli.task_options import (
     MemoryLimitOption,
     ShapeBudgetOption,
@@ -38,14 +45,16 @@ ParamOption = typer.Option(
 )
 
 
-def _stream_command(command: str, *, as_json: bool, run_id: str | None, run_dir: Path | None, **options: Any) -> None:
+def _stream_command(command: str, *, as_json: bool, run_id: str | None, run_dir: Path | None,
+                    scale: ScaleOptions, **options: Any) -> None:
     """`run` and `compare`: check the arguments, run, write the records and the report, and end non-zero with
     one line when the model failed or no round produced code (after everything is written)."""
     run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = run_dir or Path("runs") / run_id
+    target = scale.target()  # before anything heavy: a bad --ray or a missing extra is refused at once
     with interruptible(lambda: interrupted_message(run_dir, run_id, command)):
         experiment, chat_model = _experiment(run_id=run_id, run_dir=run_dir, **options)
-        results = _execute(experiment, chat_model)
+        results = _execute(experiment, chat_model, target, scale)
         problem = _finish(experiment, results, as_json)
     if problem:
         say(f"error: {problem}", to=err_console)
@@ -89,12 +98,16 @@ def _chat_model(spec: str) -> Any:
     return model_from_spec(spec)
 
 
-def _execute(experiment: Any, chat_model: Any) -> dict[str, list[Any]]:
-    """Run the experiment; a stream the model stopped still hands back its records (run.json says why it
-    stopped), and a replay that misses says what a recording replays."""
+def _execute(experiment: Any, chat_model: Any, target: Any = None,
+             scale: ScaleOptions | None = None) -> dict[str, list[Any]]:
+    """Run the experiment (its streams in parallel on Ray when a cluster is named); a stream the model stopped
+    still hands back its records (run.json says why it stopped), and a replay that misses says what a
+    recording replays."""
     from kernelsage.evals.experiment import ExperimentStopped, run_experiment
 
     try:
+        if target is not None and scale is not None:
+            return _execute_on_ray(experiment, chat_model, target, scale)
         return run_experiment(experiment, model=chat_model, console=err_console)
     except ExperimentStopped as stopped:
         return stopped.results
@@ -106,6 +119,15 @@ def _execute(experiment: Any, chat_model: Any) -> dict[str, list[Any]]:
             "order, policy, --budget, --top-k and starting memory (the demo's recording: policy sage, --budget 3, "
             "--top-k 64, a fresh memory and the order in runs/demo/order.txt; `kernelsage demo` runs it)"
         ) from exc
+
+
+def _execute_on_ray(experiment: Any, chat_model: Any, target: Any, scale: ScaleOptions) -> dict[str, list[Any]]:
+    from kernelsage.scale.cluster import connected
+    from kernelsage.scale.streams import run_on_ray
+
+    with connected(target, say=lambda text: say(text, to=err_console)):
+        return run_on_ray(experiment, chat_model=chat_model, console=err_console, eval_slots=scale.eval_slots,
+                          max_model_calls=scale.max_model_calls)
 
 
 def _summary_table(summaries: dict[str, Any]) -> Table:
@@ -204,6 +226,10 @@ def run(
     tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
     time_limit: float | None = TimeLimitOption,
+    ray: str | None = RayOption,
+    ray_cpus: int | None = RayCpusOption,
+    eval_slots: int = EvalSlotsOption,
+    max_model_calls: int | None = MaxModelCallsOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run a task stream: one episode per operator, the memory learning as it goes."""
@@ -211,7 +237,9 @@ def run(
         _stream_command("run", as_json=as_json, policies=[policy], model=model, suite=suite,
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
                         budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
-                        frozen_memory=frozen_memory, top_k=top_k, params=param)
+                        frozen_memory=frozen_memory, top_k=top_k, params=param,
+                        scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, eval_slots=eval_slots,
+                                           max_model_calls=max_model_calls))
 
 
 def compare(
@@ -235,6 +263,10 @@ def compare(
     tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
     time_limit: float | None = TimeLimitOption,
+    ray: str | None = RayOption,
+    ray_cpus: int | None = RayCpusOption,
+    eval_slots: int = EvalSlotsOption,
+    max_model_calls: int | None = MaxModelCallsOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run several memory policies on the same stream, model, backend and budget; one table."""
@@ -245,7 +277,9 @@ def compare(
         _stream_command("compare", as_json=as_json, policies=chosen, model=model, suite=suite,
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
                         budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
-                        frozen_memory=frozen_memory, top_k=top_k, params=param)
+                        frozen_memory=frozen_memory, top_k=top_k, params=param,
+                        scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, eval_slots=eval_slots,
+                                           max_model_calls=max_model_calls))
 
 
 def report(

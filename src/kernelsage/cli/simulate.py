@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from contextlib import nullcontext
 from pathlib import Path
 
 import typer
 
-from kernelsage.cli.common import JsonOption, console, err_console, open_store, print_json
+from kernelsage.cli.common import JsonOption, console, err_console, open_store, print_json, say
+from kernelsage.cli.scale_options import RayCpusOption, RayOption, ScaleOptions
 from kernelsage.errors import ConfigurationError
 
 DEFAULT_POLICIES = "sage,uniform,atu-only,random-ugc,none,value"
@@ -33,6 +35,15 @@ def _settings(texts: list[str], what: str) -> dict[str, float]:
     return found
 
 
+def _cluster(target):
+    """The Ray cluster `--ray` names, joined for the command; nothing without it."""
+    if target is None:
+        return nullcontext()
+    from kernelsage.scale.cluster import connected
+
+    return connected(target, say=lambda text: say(text, to=err_console))
+
+
 def simulate(
     policies: str = typer.Option(DEFAULT_POLICIES, help="Comma-separated memory policies."),
     orders: str = typer.Option("curriculum,mixed,level:3", help="Comma-separated orders: curriculum, mixed, level:N."),
@@ -49,6 +60,8 @@ def simulate(
     sweep_policies: str = typer.Option("sage,uniform", help="Policies run in each sweep."),
     out: Path | None = typer.Option(None, "--out", help="Report folder (default: runs/simulate-<time>)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the Markdown/HTML report with plots."),
+    ray: str | None = RayOption,
+    ray_cpus: int | None = RayCpusOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Check what the memory learns in a seeded synthetic world: a stochastic STAND-IN plays the generator
@@ -56,6 +69,8 @@ def simulate(
     from dataclasses import replace
 
     from rich.progress import Progress
+
+    target = ScaleOptions(ray=ray, ray_cpus=ray_cpus).target()  # before anything heavy loads
 
     from kernelsage.evals.simulator.report import write_simulation_report
     from kernelsage.evals.simulator.standin import StandInConfig
@@ -76,14 +91,22 @@ def simulate(
     sweep_spec = replace(spec, policies=_names(sweep_policies, "--sweep-policies")) if sweeps_asked else spec
     streams = len(spec.policies) * len(spec.orders) * seeds
     streams += sum(len(values) for _, values in sweeps_asked) * len(sweep_spec.policies) * seeds
-    with open_store() as store, Progress(console=err_console, transient=True) as bar:
+    with open_store() as store, _cluster(target), Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("simulating", total=streams)
 
         def advance(stream, result) -> None:
             bar.update(task, advance=1, description=f"{stream.policy} {stream.order} seed {stream.seed}")
 
-        study = run_study(store, spec, progress=advance)
-        sweeps = [run_sweep(store, sweep_spec, name, values, progress=advance) for name, values in sweeps_asked]
+        study_dispatch = sweep_dispatch = None
+        if target is not None:  # every stream a Ray task on the shared store (docs/scale.md)
+            from kernelsage.memory_backend.database import database_url
+            from kernelsage.scale.simulate import ray_dispatch
+
+            study_dispatch = ray_dispatch(database_url(), lambda stream: stream.seed == spec.first_seed)
+            sweep_dispatch = ray_dispatch(database_url(), lambda stream: False)
+        study = run_study(store, spec, progress=advance, dispatch=study_dispatch)
+        sweeps = [run_sweep(store, sweep_spec, name, values, progress=advance, dispatch=sweep_dispatch)
+                  for name, values in sweeps_asked]
     payload = {**study.to_json(), "sweeps": [s.to_json() for s in sweeps]}
     if report:
         folder = out or Path("runs") / f"simulate-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"

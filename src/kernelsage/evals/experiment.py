@@ -147,7 +147,8 @@ def hot_rules(store: MemoryStore, experiment: Experiment) -> dict[str, list[HotR
     return rules
 
 
-def _metadata(experiment: Experiment, model: str, url: str, endpoint: str = "") -> RunMetadata:
+def run_metadata(experiment: Experiment, model: str, url: str, endpoint: str = "") -> RunMetadata:
+    """What run.json says of the run before it starts (notes kept from earlier runs of the same id)."""
     from kernelsage.memory_backend.database import redact
 
     earlier = read_run_metadata(experiment.run_dir)
@@ -161,6 +162,34 @@ def _metadata(experiment: Experiment, model: str, url: str, endpoint: str = "") 
     )
 
 
+def stream_graph(experiment: Experiment, *, chat_model: Any, backend: Any, store: MemoryStore, embeddings: Any,
+                 suite: LoadReport) -> Any:
+    """The episode graph (uncompiled) every stream of the experiment runs on."""
+    from kernelsage.tasks.loaders import find_task
+
+    return build_graph(models=chat_model, backend=backend, tasks=partial(find_task, suite), memory_store=store,
+                       embeddings=embeddings, read_only=experiment.frozen_memory is not None)
+
+
+def policy_stream(experiment: Experiment, policy: str, *, graph: Any, store: MemoryStore,
+                  tasks: list[Task | UnloadableTask], embeddings: Any, model_label: str, backend: str,
+                  on_state: Callable[[Task, int, dict[str, Any]], None] | None = None,
+                  on_record: Callable[[EpisodeRecord], None] | None = None) -> list[EpisodeRecord]:
+    """One policy's stream of the experiment, in its own namespace; the same wherever it runs (this process
+    or a Ray worker), so that a parallel run writes the records a sequential one would."""
+    namespace = experiment.policy_namespace(policy)
+    settings = StreamSettings(run_id=f"{experiment.run_id}/{policy}", policy=policy, namespace=namespace,
+                              model=model_label, backend=backend, budget=experiment.budget,
+                              read_only=experiment.frozen_memory is not None)
+    context = Context(namespace=namespace, policy=policy, budget=experiment.budget, top_k=experiment.top_k,
+                      seed=experiment.seed, consolidate=experiment.frozen_memory is None,
+                      seed_knowledge=False, params=dict(experiment.params))
+    memory_handle = partial(store.open, namespace, embeddings=embeddings, policy=policy, read_only=True)
+    return run_stream(graph, tasks, settings=settings, context=context, records_path=experiment.records_path(policy),
+                      memory=(lambda: memory_handle() if policy != "none" else None),
+                      on_state=on_state, on_record=on_record)
+
+
 def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None, console: Console | None = None,
                    on_record: Callable[[str, EpisodeRecord], None] | None = None,
                    url: str | None = None) -> dict[str, list[EpisodeRecord]]:
@@ -171,7 +200,7 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
     from kernelsage.memory_backend.embeddings import make_embeddings
     from kernelsage.models.factory import model_name
     from kernelsage.models.spec import model_from_spec
-    from kernelsage.tasks.loaders import find_task, load_suite
+    from kernelsage.tasks.loaders import load_suite
     from kernelsage.tools.backend import get_backend
 
     console = console or Console()
@@ -187,22 +216,15 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
     url = url or database_url()
     embeddings = make_embeddings()
     results: dict[str, list[EpisodeRecord]] = {}
-    metadata = _metadata(experiment, model_name(chat_model), url, model_endpoint(chat_model))
+    metadata = run_metadata(experiment, model_name(chat_model), url, model_endpoint(chat_model))
     stop: StreamStop | None = None
     write_run_metadata(experiment.run_dir, metadata)
     with MemoryStore.connect(url) as store, get_backend(experiment.backend) as backend:
         prepare_memories(store, experiment, embeddings, backend.name)
-        builder = build_graph(models=chat_model, backend=backend, tasks=partial(find_task, suite),
-                              memory_store=store, embeddings=embeddings, read_only=experiment.frozen_memory is not None)
+        builder = stream_graph(experiment, chat_model=chat_model, backend=backend, store=store,
+                               embeddings=embeddings, suite=suite)
         with checkpointed(builder, url) as graph, _progress(console) as progress:
             for index, policy in enumerate(experiment.policies):
-                namespace = experiment.policy_namespace(policy)
-                settings = StreamSettings(run_id=f"{experiment.run_id}/{policy}", policy=policy, namespace=namespace,
-                                          model=model_name(chat_model), backend=backend.name, budget=experiment.budget,
-                                          read_only=experiment.frozen_memory is not None)
-                context = Context(namespace=namespace, policy=policy, budget=experiment.budget, top_k=experiment.top_k,
-                                  seed=experiment.seed, consolidate=experiment.frozen_memory is None,
-                                  seed_knowledge=False, params=dict(experiment.params))
                 bar = progress.add_task(policy, total=len(tasks), detail="")
                 solved = [0, 0]
 
@@ -219,13 +241,10 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
                     if on_record:
                         on_record(policy, record)
 
-                memory_handle = partial(store.open, namespace, embeddings=embeddings, policy=policy, read_only=True)
                 try:
-                    results[policy] = run_stream(
-                        graph, tasks, settings=settings, context=context, records_path=experiment.records_path(policy),
-                        memory=(lambda m=memory_handle, p=policy: m() if p != "none" else None),
-                        on_state=show, on_record=recorded,
-                    )
+                    results[policy] = policy_stream(experiment, policy, graph=graph, store=store, tasks=tasks,
+                                                    embeddings=embeddings, model_label=model_name(chat_model),
+                                                    backend=backend.name, on_state=show, on_record=recorded)
                 except StreamStopped as exc:  # the next policies would meet the same endpoint
                     results[policy] = exc.records
                     stop = StreamStop(policy=policy, reason=exc.reason, episodes=len(exc.records),

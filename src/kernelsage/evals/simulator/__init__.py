@@ -3,8 +3,12 @@ stochastic stand-in for the generator (no language model), and the real memory b
 episode commit, consolidation) underneath. See docs/simulator.md for the model and its assumptions.
 
 - world.py: operators, lessons, their true values, synthetic embeddings, stream orders
+- draws.py: random streams by purpose (world, order, pack, stand-in, policy): common random numbers
 - standin.py: the stand-in generator (use, declared adoption, round outcomes, new lessons)
+- truth.py: the ground truth of one memory (an item's contribution per episode) and what was observed
 - episode.py: one episode through the real memory; run.py: one stream in its own namespace
 - measures.py: ER, Fast1.0, S_self (evals.metrics), credit accuracy, hot precision, demotion, intervals
-- study.py: policies x orders x seeds, and sweeps; plots.py, report.py: the report
+- dispatch.py: one stream as a picklable unit of work (`run_one`), run here or in worker processes
+- study.py: policies x orders x seeds, and sweeps; claims.py: published signs judged on paired seeds
+- plots.py, report.py: the report
 """

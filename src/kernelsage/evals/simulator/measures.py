@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from kernelsage.evals.metrics import metrics_of
-from kernelsage.evals.simulator.run import HARMFUL, HELPFUL, StreamResult
+from kernelsage.evals.simulator.run import StreamResult
+from kernelsage.evals.simulator.truth import HARMFUL, HELPFUL
 from kernelsage.memory_backend.policies import get_policy
 
 MIN_EXPOSURES = 3  # items shown fewer times are left out of credit accuracy: too little evidence

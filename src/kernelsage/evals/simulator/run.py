@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable
@@ -10,8 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernelsage.evals.records import EpisodeRecord
-from kernelsage.evals.simulator.episode import HARMFUL, HELPFUL, EpisodeContext, Truth, run_episode
+from kernelsage.evals.simulator import draws
+from kernelsage.evals.simulator.episode import EpisodeContext, run_episode
 from kernelsage.evals.simulator.standin import StandInConfig
+from kernelsage.evals.simulator.truth import HARMFUL, HELPFUL, Truth
 from kernelsage.evals.simulator.world import World, WorldConfig, build_world, stream_operators
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
@@ -75,7 +78,8 @@ def _seed_items(world: World, spec: StreamSpec, rng: np.random.Generator) -> lis
     lessons = [ls.index for ls in world.lessons for _ in range(spec.seed_items_per_lesson)]
     lessons += [int(i) for i in rng.integers(len(world.lessons), size=spec.extra_seed_items)]
     return [NewItem(text=world.item_text(lesson, n), evidence="simulated knowledge pack", kind="knowledge",
-                    embedding=world.item_vector(lesson, rng).tolist(), metadata={"simulated": True, "lesson": lesson})
+                    embedding=world.item_vector(lesson, rng).tolist(),
+                    metadata={"simulated": True, "lesson": lesson, "key": draws.pack_key(n)})
             for n, lesson in enumerate(lessons)]
 
 
@@ -90,7 +94,7 @@ def _open(store: MemoryStore, world: World, spec: StreamSpec, truth: Truth, rng:
         truth.items += len(ids)
         truth.latencies.append((truth.items, "add_items", (time.perf_counter() - start) * 1000))
         for item_id, item in zip(ids, batch, strict=True):
-            truth.lesson_of[item_id] = int(item.metadata["lesson"])
+            truth.remember(item_id, int(item.metadata["lesson"]), int(item.metadata["key"]))
     return memory
 
 
@@ -105,7 +109,7 @@ def _hot_point(result_world: World, memory: Memory, truth: Truth, operators: np.
 
 
 def _learned(memory: Memory, world: World, truth: Truth) -> tuple[dict[int, float], tuple[float, float] | None]:
-    items = memory.list_items(limit=10**9)
+    items = memory.list_items(limit=memory.count_items())
     utilities = [item.utility for item in items]
     span = (min(utilities), max(utilities)) if utilities else None
     if memory.policy.learning == "credit":
@@ -123,9 +127,8 @@ def run_stream(store: MemoryStore, spec: StreamSpec, *, run_id: str | None = Non
     start = time.perf_counter()
     world = build_world(spec.world, spec.seed)
     operators = np.asarray(stream_operators(world, spec.order, spec.episodes, spec.seed), dtype=int)
-    rng = np.random.default_rng([spec.seed, 0x57A7])  # the same draws for every policy, until their memories differ
     truth = Truth()
-    memory = _open(store, world, spec, truth, rng)
+    memory = truth.timed("open", lambda: _open(store, world, spec, truth, draws.generator(spec.seed, "pack")))
     try:
         ctx = EpisodeContext(memory=memory, world=world, config=spec.standin,
                              run_id=run_id or f"sim-{spec.policy}-{spec.order}-s{spec.seed}", budget=spec.params.rounds,
@@ -134,17 +137,18 @@ def run_stream(store: MemoryStore, spec: StreamSpec, *, run_id: str | None = Non
         every = max(1, spec.episodes // max(1, spec.checkpoints))
         records, timeline = [], []
         for position, operator in enumerate(operators):
-            records.append(run_episode(ctx, truth, position=position, operator=int(operator), rng=rng))
+            records.append(run_episode(ctx, truth, position=position, operator=int(operator)))
             if memory.policy.uses_hot_memory and ((position + 1) % every == 0 or position + 1 == spec.episodes):
-                timeline.append(_hot_point(world, memory, truth, operators, position + 1))
+                timeline.append(truth.timed("snapshot", functools.partial(_hot_point, world, memory, truth, operators,
+                                                                           position + 1)))
             if on_episode:
                 on_episode(position + 1, truth)
-        learned, span = _learned(memory, world, truth)
+        learned, span = truth.timed("read back", lambda: _learned(memory, world, truth))
         hot_values = [world.operator_mean_value(truth.lesson_of[r.id], operators) for r in memory.hot_rules()]
         committed = int(memory.stats()["episodes"])
     finally:
         if not spec.keep_namespace:
-            store.delete_namespace(memory.name)
+            truth.timed("delete", lambda: store.delete_namespace(memory.name))
     return StreamResult(spec=spec, world=world, operators=operators, records=records, truth=truth, learned=learned,
                         hot_timeline=timeline, hot_values=hot_values, committed_episodes=committed,
                         max_hot_tokens=truth.max_hot_tokens, utility_range=span,

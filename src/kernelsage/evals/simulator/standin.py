@@ -3,8 +3,10 @@
 It decides which shown items it really uses (more likely the more an item is truly worth, up to a
 capacity), declares adoption with noise (false claims, silent use), and draws each round's compile,
 correctness and timing outcomes from chances that move with the summed true value of what it used. Its
-successes teach new lessons, derived from what it used. Pure functions of their arguments and a numpy
-Generator: the simulator replays exactly from a seed.
+successes teach new lessons, derived from what it used. Pure functions of their arguments and of draws
+made for them (draws.py): per-item uniforms, or a generator of the episode's own stream whose draws are
+indexed by round, so the simulator replays exactly from a seed and two policies in the same episode meet
+the same chances (common random numbers: an outcome moves only where what was used moves).
 """
 
 from __future__ import annotations
@@ -62,22 +64,23 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
-def choose_used(values: np.ndarray, config: StandInConfig, rng: np.random.Generator) -> np.ndarray:
+def choose_used(values: np.ndarray, config: StandInConfig, draws: np.ndarray) -> np.ndarray:
     """Which shown items the stand-in really uses: each with chance use_base + discernment * value
-    (clipped to [0.02, 0.98]), then at most `capacity` of them, kept at random."""
+    (clipped to [0.02, 0.98]), then at most `capacity` of them, kept at random. `draws` holds two uniforms
+    per item (draws.item_uniforms): whether it is used, and its place in the random keep order."""
     chance = np.clip(config.use_base + config.discernment * values, 0.02, 0.98)
-    used = rng.random(len(values)) < chance
+    used = draws[:, 0] < chance
     picked = np.flatnonzero(used)
-    if len(picked) > config.capacity:
+    if len(picked) > config.capacity:  # keep the used items with the lowest keep draws: a uniform subset
         used[:] = False
-        used[rng.choice(picked, size=config.capacity, replace=False)] = True
+        used[picked[np.argsort(draws[picked, 1], kind="stable")[: config.capacity]]] = True
     return used
 
 
-def declare(used: np.ndarray, config: StandInConfig, rng: np.random.Generator) -> np.ndarray:
-    """The declared adoption: true use, except silent use (used, declared not) and false claims."""
-    draw = rng.random(len(used))
-    return np.where(used, draw >= config.silent_use, draw < config.false_claim)
+def declare(used: np.ndarray, config: StandInConfig, draws: np.ndarray) -> np.ndarray:
+    """The declared adoption: true use, except silent use (used, declared not) and false claims; one
+    uniform per item."""
+    return np.where(used, draws >= config.silent_use, draws < config.false_claim)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,12 +96,15 @@ def draft(level: int, effect: float, budget: int, config: StandInConfig, rng: np
     sigmoid(compile_logit + effect/2) and is then correct with chance sigmoid(correct_logit + effect)."""
     p_compile = _sigmoid(config.compile_logit[level - 1] + 0.5 * config.effect * effect)
     p_correct = _sigmoid(config.correct_logit[level - 1] + config.effect * effect)
+    # Two uniforms per round, drawn whether or not they are needed: round r meets the same chances in
+    # every policy's episode, so a larger effect can only make more rounds correct.
+    draws = rng.random((budget, 2))
     rounds: list[RoundOutcome] = []
     fixed_compile = fixed_wrong = False
     failed_compile = wrong = False
     for round_no in range(1, budget + 1):
-        compiled = bool(rng.random() < p_compile)
-        correct = compiled and bool(rng.random() < p_correct)
+        compiled = bool(draws[round_no - 1, 0] < p_compile)
+        correct = compiled and bool(draws[round_no - 1, 1] < p_correct)
         fixed_compile |= compiled and failed_compile
         fixed_wrong |= correct and wrong
         failed_compile |= not compiled
@@ -109,8 +115,9 @@ def draft(level: int, effect: float, budget: int, config: StandInConfig, rng: np
     return Draft(rounds=rounds, first_correct=None, fixed_compile=fixed_compile, fixed_wrong=fixed_wrong)
 
 
-def measured(latency: float, config: StandInConfig, rng: np.random.Generator) -> float:
-    return latency * math.exp(rng.normal(0.0, config.timing_noise)) if config.timing_noise else latency
+def measured(latency: float, config: StandInConfig, z: float) -> float:
+    """A latency as measured: log-normal noise of spread timing_noise, from a standard normal draw z."""
+    return latency * math.exp(config.timing_noise * z)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,16 +135,22 @@ def refine(found: Draft, level: int, t_reference: float, effect: float, budget: 
     sigmoid(improve_logit + effect * value); a later kernel replaces the best only when its measured
     latency is lower by more than twice the timing noise, as the agent's noise-aware best does."""
     assert found.first_correct is not None
-    true_latency = t_reference * math.exp(rng.normal(config.first_slowdown[level - 1], 0.3))
-    t_first = best = measured(true_latency, config, rng)
+    # Every draw is made up front and indexed by round, whichever round drafting ended in: the first
+    # kernel's latency and each round's chances are the same in every policy's episode.
+    first = rng.normal(size=2)
+    per_round = rng.random((budget, 3))  # faster?, by how much, still correct?
+    noise = rng.normal(size=budget)
+    true_latency = t_reference * math.exp(config.first_slowdown[level - 1] + 0.3 * first[0])
+    t_first = best = measured(true_latency, config, float(first[1]))
     rounds = [*found.rounds[:-1], replace(found.rounds[-1], latency=t_first)]
     p_faster = _sigmoid(config.improve_logit + config.effect * effect)
     margin = math.exp(-2 * config.timing_noise)
     for round_no in range(found.first_correct + 1, budget + 1):
-        faster = bool(rng.random() < p_faster)
-        candidate = true_latency * math.exp(-rng.uniform(0.02, 0.25) if faster else rng.uniform(0.0, 0.2))
-        correct = bool(rng.random() < config.refine_correct)
-        latency = measured(candidate, config, rng) if correct else None
+        u_faster, u_amount, u_correct = per_round[round_no - 1]
+        faster = bool(u_faster < p_faster)
+        candidate = true_latency * math.exp(-(0.02 + 0.23 * u_amount) if faster else 0.2 * u_amount)
+        correct = bool(u_correct < config.refine_correct)
+        latency = measured(candidate, config, float(noise[round_no - 1])) if correct else None
         if latency is not None and latency < best * margin:
             best, true_latency = latency, candidate
         rounds.append(RoundOutcome(round=round_no, stage="refine", compiled=True, correct=correct, latency=latency))
@@ -146,7 +159,7 @@ def refine(found: Draft, level: int, t_reference: float, effect: float, budget: 
 
 def new_lessons(transitions: list[str], used: dict[str, list[tuple[int, float]]], positive: dict[str, np.ndarray],
                 stage_lessons: dict[str, np.ndarray], weights: dict[str, np.ndarray], config: StandInConfig,
-                rng: np.random.Generator) -> list[int]:
+                rngs: list[np.random.Generator]) -> list[int]:
     """One new lesson per transition (stage draft for a fixed compile error or wrong result, refine for a
     faster kernel), as the curator extracts one per transition. With chance reuse_rate it restates a used
     item of that stage with positive value (chosen by value); otherwise it is discovered: a random lesson of
@@ -154,9 +167,9 @@ def new_lessons(transitions: list[str], used: dict[str, list[tuple[int, float]]]
 
     `used[stage]` lists (lesson, value) of the items used in that stage; `positive[stage]` the lessons of
     that stage with positive value for the operator and `weights[stage]` their values; `stage_lessons` all
-    lessons of each stage."""
+    lessons of each stage. `rngs[i]` is the stream of the i-th transition's draws."""
     found: list[int] = []
-    for transition in transitions:
+    for transition, rng in zip(transitions, rngs, strict=True):
         stage = "refine" if transition == "made it faster" else "draft"
         helpful = [(lesson, value) for lesson, value in used.get(stage, []) if value > 0]
         if helpful and rng.random() < config.reuse_rate:

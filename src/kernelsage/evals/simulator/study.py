@@ -7,15 +7,16 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kernelsage.errors import ConfigurationError
-from kernelsage.evals.simulator.measures import learning_curve, stream_measures, summarise_seeds
-from kernelsage.evals.simulator.run import StreamResult, StreamSpec, run_stream
+from kernelsage.evals.simulator.dispatch import Dispatch, StreamOutcome, in_process
+from kernelsage.evals.simulator.measures import summarise_seeds
+from kernelsage.evals.simulator.run import StreamResult, StreamSpec
 from kernelsage.evals.simulator.standin import StandInConfig
 from kernelsage.evals.simulator.world import WorldConfig
 from kernelsage.memory_backend.params import ALIASES, SageParams
 from kernelsage.memory_backend.policies import get_policy
 from kernelsage.memory_backend.store import MemoryStore
 
-Progress = Callable[[StreamSpec, StreamResult], None]
+Progress = Callable[[StreamSpec, StreamOutcome], None]
 STANDIN_SETTINGS = tuple(f.name for f in fields(StandInConfig)
                          if f.name not in ("compile_logit", "correct_logit", "first_slowdown"))
 
@@ -55,21 +56,6 @@ class StudySpec:
                 "seed_items_per_lesson": self.seed_items_per_lesson}
 
 
-def invariant_problems(result: StreamResult) -> list[str]:
-    """Broken invariants of a stream: one commit per episode, utilities within the credit bounds, hot
-    memory within its budget. Empty when all hold."""
-    spec, problems = result.spec, []
-    name = f"{spec.policy}/{spec.order}/seed {spec.seed}"
-    if result.committed_episodes != spec.episodes or not all(r.memory.updated for r in result.records):
-        problems.append(f"{name}: {result.committed_episodes} episodes committed for {spec.episodes} run")
-    low = -max(spec.params.delta, spec.params.beta)
-    if result.utility_range and not low - 1e-9 <= result.utility_range[0] <= result.utility_range[1] <= 1.0:
-        problems.append(f"{name}: utilities span {result.utility_range}, outside [{low}, 1]")
-    if result.max_hot_tokens > spec.params.hot_budget_tokens:
-        problems.append(f"{name}: hot memory held {result.max_hot_tokens} tokens over B={spec.params.hot_budget_tokens}")
-    return problems
-
-
 @dataclass(kw_only=True)
 class Study:
     """Measures per (order, policy) over seeds; the first seed's streams kept whole for the plots."""
@@ -91,22 +77,35 @@ class Study:
                 "model": "stand-in (simulated generator; no language model)"}
 
 
+def study_streams(spec: StudySpec) -> list[StreamSpec]:
+    """Every stream of the study: each policy on each order for each seed."""
+    return [spec.stream(policy, order, seed) for order in spec.orders for policy in spec.policies
+            for seed in range(spec.first_seed, spec.first_seed + spec.seeds)]
+
+
 def run_study(store: MemoryStore, spec: StudySpec, *, progress: Progress | None = None,
-              keep_examples: bool = True) -> Study:
-    """Every policy on every order for every seed; each stream in a fresh namespace of its own."""
+              keep_examples: bool = True, dispatch: Dispatch | None = None) -> Study:
+    """Every policy on every order for every seed; each stream in a fresh namespace of its own, run by
+    `dispatch` (default: one after another on `store`). The streams are independent, so the figures are
+    the same whatever runs them and in whatever order they end."""
     study = Study(spec=spec)
-    for order in spec.orders:
-        for policy in spec.policies:
-            for seed in range(spec.first_seed, spec.first_seed + spec.seeds):
-                stream = spec.stream(policy, order, seed)
-                result = run_stream(store, stream)
-                study.per_seed.setdefault((order, policy), []).append(stream_measures(result))
-                study.curves.setdefault((order, policy), []).append(learning_curve(result))
-                study.problems += invariant_problems(result)
-                if keep_examples and seed == spec.first_seed:
-                    study.examples[(order, policy)] = result
-                if progress:
-                    progress(stream, result)
+    streams = study_streams(spec)
+    outcomes: dict[tuple[str, str, int], StreamOutcome] = {}
+
+    def keep(stream: StreamSpec) -> bool:  # the first seed's streams are kept whole, for the plots
+        return keep_examples and stream.seed == spec.first_seed
+
+    for outcome in (dispatch or in_process(store, keep))(streams):
+        outcomes[(outcome.spec.order, outcome.spec.policy, outcome.spec.seed)] = outcome
+        if progress:
+            progress(outcome.spec, outcome)
+    for stream in streams:  # in the study's order: per-seed values line up across policies
+        outcome = outcomes[(stream.order, stream.policy, stream.seed)]
+        study.per_seed.setdefault((stream.order, stream.policy), []).append(outcome.measures)
+        study.curves.setdefault((stream.order, stream.policy), []).append(outcome.curve)
+        study.problems += outcome.problems
+        if outcome.example is not None:
+            study.examples[(stream.order, stream.policy)] = outcome.example
     return study
 
 
@@ -150,9 +149,9 @@ class Sweep:
 
 
 def run_sweep(store: MemoryStore, spec: StudySpec, name: str, values: Sequence[float], *,
-              progress: Progress | None = None) -> Sweep:
+              progress: Progress | None = None, dispatch: Dispatch | None = None) -> Sweep:
     """The study on its first order once per value of one parameter, everything else fixed."""
     order = spec.orders[0]
     studies = [run_study(store, replace(_with_value(spec, name, v), orders=(order,)), progress=progress,
-                         keep_examples=False) for v in values]
+                         keep_examples=False, dispatch=dispatch) for v in values]
     return Sweep(name=name, values=list(values), order=order, studies=studies)

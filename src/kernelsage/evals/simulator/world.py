@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernelsage.errors import ConfigurationError
+from kernelsage.evals.simulator import draws
 
 LEVELS = (1, 2, 3)
 STAGES = ("draft", "refine")
@@ -136,7 +137,7 @@ def lesson_values(kind: str, category: int, target: int, operators: tuple[Operat
 
 def build_world(config: WorldConfig, seed: int) -> World:
     """A world drawn from `config` with `seed`: the same arguments always give the same world."""
-    rng = np.random.default_rng([seed, 0x5151])
+    rng = draws.generator(seed, "world")
     dim = config.dim
     centres = np.stack([_unit(rng.normal(size=dim)) for _ in range(config.categories)])
     stage_dirs = {stage: _unit(rng.normal(size=dim)) for stage in STAGES}
@@ -184,7 +185,7 @@ def stream_operators(world: World, order: str, episodes: int, seed: int) -> list
     """The operator of each episode: `curriculum` (level 1, then 2, then 3, each level's share of the
     episodes cycling through its operators), `mixed` (cycles through all operators, each cycle shuffled)
     or `level:N` (only level N). Cycles are shuffled with the seed; repeated operators are new episodes."""
-    rng = np.random.default_rng([seed, 0x0D0E])
+    rng = draws.generator(seed, "order")
     by_level = {level: [op.index for op in world.operators if op.level == level] for level in LEVELS}
 
     def cycle(pool: list[int], count: int) -> list[int]:

@@ -1,0 +1,11 @@
+"""Scale-out on Ray (the `ray` extra): streams as Ray tasks, an evaluator actor per device, one memory database.
+
+Nothing below this package imports Ray; the commands import this package only when `--ray` is given.
+
+- cluster.py: what `--ray` names, joining or starting the cluster, the database the workers share
+- devices.py: the evaluator actors (one per device) and the backend that sends jobs to them
+- gate.py: the per-endpoint bound on model calls in flight
+- board.py: the progress the streams report and the driver's live display
+- streams.py: `run` and `compare` with one Ray task per (policy, order, seed) stream
+- simulate.py: `simulate` with one Ray task per simulated stream
+"""

@@ -1,0 +1,63 @@
+"""Progress on a cluster: the streams report to one board actor, the driver draws one live display from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class Board:
+    """What every stream has done: finished episodes (by id, so a retried stream counts none twice),
+    solved ones, and the round in flight."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, dict[str, bool]] = {}
+        self.detail: dict[str, str] = {}
+        self.workers: dict[str, int] = {}
+
+    def started(self, stream: str, pid: int) -> None:
+        self.workers[stream] = pid
+
+    def episode(self, stream: str, episode_id: str, solved: bool) -> None:
+        self.done.setdefault(stream, {})[episode_id] = solved
+        self.detail[stream] = ""
+
+    def round(self, stream: str, text: str) -> None:
+        self.detail[stream] = text
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"done": {s: (len(d), sum(d.values())) for s, d in self.done.items()}, "detail": dict(self.detail),
+                "workers": dict(self.workers)}
+
+
+def open_board(ray: Any) -> Any:
+    return ray.remote(num_cpus=0)(Board).remote()
+
+
+class Display:
+    """The driver's live display: one bar per stream, and the devices busy."""
+
+    def __init__(self, console: Console, streams: dict[str, int]) -> None:
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                 TextColumn("{task.completed}/{task.total}"), TextColumn("{task.fields[detail]}"),
+                                 TimeElapsedColumn(), console=console, transient=False)
+        self.bars = {name: self.progress.add_task(name, total=total, detail="") for name, total in streams.items()}
+        self.devices = self.progress.add_task("devices", total=None, detail="")
+
+    def __enter__(self) -> Display:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.__exit__(*exc)
+
+    def show(self, snapshot: dict[str, Any], busy: tuple[int, int] | None) -> None:
+        for name, bar in self.bars.items():
+            done, solved = snapshot["done"].get(name, (0, 0))
+            text = snapshot["detail"].get(name) or ""
+            self.progress.update(bar, completed=done, detail=" | ".join(
+                t for t in (text, f"solved {solved}/{done}" if done else "") if t))
+        if busy is not None:
+            self.progress.update(self.devices, detail=f"{busy[0]} of {busy[1]} busy")

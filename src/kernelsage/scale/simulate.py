@@ -1,0 +1,35 @@
+"""`simulate` on Ray: each simulated (policy, order, seed) stream is one Ray task on the shared store.
+
+The simulator's study takes a dispatch (evals/simulator/dispatch.py): this one hands every stream of a study
+to Ray at once and yields the outcomes as they end; the study puts them in its own order, so the figures are
+those of the sequential study.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from kernelsage.evals.simulator.dispatch import Dispatch, StreamOutcome, run_one
+from kernelsage.evals.simulator.run import StreamSpec
+from kernelsage.scale.cluster import import_ray
+
+SIMULATED_STREAM_CPUS = 1  # a simulated stream computes (numpy, the store) rather than waits
+STREAM_RETRIES = 3  # a stream whose worker died runs again from its start, in a fresh namespace
+
+
+def ray_dispatch(database_url: str, keep: Callable[[StreamSpec], bool]) -> Dispatch:
+    """Run the streams as Ray tasks on the cluster already joined, each on its own store at `database_url`;
+    `keep(stream)` says whether its whole result comes back (for the plots)."""
+    def dispatch(specs: Sequence[StreamSpec]) -> Iterator[StreamOutcome]:
+        ray = import_ray()
+        task: Any = ray.remote(num_cpus=SIMULATED_STREAM_CPUS, max_retries=STREAM_RETRIES)(run_one)
+        pending = [task.remote(spec, database_url, keep(spec)) for spec in specs]
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                yield ray.get(ready[0])
+        finally:  # stopped early (Ctrl-C, a failed stream): the rest would run for nothing
+            for ref in pending:
+                ray.cancel(ref, force=True)
+    return dispatch

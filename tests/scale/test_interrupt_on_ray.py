@@ -1,0 +1,40 @@
+"""Ctrl-C on the driver of `compare --ray local`: the streams stop with the cluster, and the command names the
+--run-id that resumes the run. The model is a local OpenAI-compatible TEST DOUBLE (tests.scale.helpers)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.models.openai_server import serve
+from tests.scale.helpers import InFlight, compare_args, env, order_file, stream_workers
+
+pytestmark = pytest.mark.slow
+
+
+def test_ctrl_c_stops_the_streams_and_names_the_run_id(database_url: str, tmp_path: Path) -> None:
+    run_id, calls = f"int-{uuid.uuid4().hex[:6]}", InFlight()
+    with serve([calls.behaviour(2.0)]) as server:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "kernelsage", *compare_args(run_id, f"int-{run_id}", order_file(tmp_path)),
+             "--ray", "local", "--ray-cpus", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env(database_url, server.url, tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 240
+        while calls.total < 1 and time.monotonic() < deadline:  # the streams are under way
+            time.sleep(0.1)
+        assert calls.total >= 1 and stream_workers(driver.pid)
+        driver.send_signal(signal.SIGINT)
+        _, err = driver.communicate(timeout=60)
+        assert driver.returncode == 130, err[-2000:]
+        assert f"kernelsage compare --run-id {run_id}" in err
+        time.sleep(3)
+        assert stream_workers() == {}  # no stream goes on without its driver (orphans included)
+        seen = calls.total
+        time.sleep(4)
+        assert calls.total == seen  # and nothing calls the model any more
