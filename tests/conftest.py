@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernelsage.memory_backend.database import open_pool
-from kernelsage.memory_backend.embedded import VECTOR_PROBE, crash_in_log
+from kernelsage.memory_backend.embedded import vector_crash
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.store import MemoryStore
 from kernelsage.tasks.loaders import LoadReport, load_suite
@@ -30,17 +30,9 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _stop_unless_vectors_work(url: str, data_dir: Path) -> None:
     """One line instead of a hundred 'server closed the connection' failures when pgvector cannot run here."""
-    import psycopg
-
-    try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            conn.execute(VECTOR_PROBE)
-    except psycopg.OperationalError:
-        message = crash_in_log(data_dir)
-        if message is not None:
-            pytest.exit(f"{message} (scripts/pgvector_for_this_cpu.sh builds one)", returncode=1)
-        raise
+    message = vector_crash(url, data_dir)
+    if message is not None:
+        pytest.exit(f"{message} (scripts/pgvector_for_this_cpu.sh builds one)", returncode=1)
 
 
 @pytest.fixture(scope="session")

@@ -111,6 +111,14 @@ def _check_vectors(url: str, target: Path) -> None:
     """One vector cast and distance on the fresh server: a pgvector build that uses CPU instructions this
     machine lacks kills the server on the first vector (seen: the wheel's vector.so on a CPU without AVX-512),
     which would otherwise surface later as 'server closed the connection' in whatever touched memory first."""
+    message = vector_crash(url, target)
+    if message is not None:
+        raise DatabaseError(message)
+
+
+def vector_crash(url: str, target: Path) -> str | None:
+    """The crash message when one vector query kills the server whose data directory is `target`; None when
+    it works or fails otherwise (two processes creating the extension at once, say: the migrations meet that)."""
     import psycopg
 
     try:
@@ -118,10 +126,8 @@ def _check_vectors(url: str, target: Path) -> None:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             conn.execute(VECTOR_PROBE)
     except psycopg.Error:
-        message = crash_in_log(target)
-        if message is not None:
-            raise DatabaseError(message) from None
-        # anything else (two processes creating the extension at once, say) is for the migrations to meet
+        return crash_in_log(target)
+    return None
 
 
 def crash_in_log(target: Path, wait_s: float = 5.0) -> str | None:
