@@ -34,8 +34,15 @@ SOURCE="${KERNELSAGE_PGVECTOR_SOURCE:-http://deb.debian.org/debian/pool/main/p/p
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 echo "building pgvector $VERSION for this CPU from $SOURCE"
-if [ -f "$SOURCE" ]; then cp "$SOURCE" "$WORK/src.tar.gz"; else curl -fsSL --retry 3 -o "$WORK/src.tar.gz" "$SOURCE"; fi
-echo "$SHA256  $WORK/src.tar.gz" | sha256sum --check --quiet
+fetched=0
+if [ -f "$SOURCE" ]; then cp "$SOURCE" "$WORK/src.tar.gz" && fetched=1
+elif curl -fsSL --retry 3 -o "$WORK/src.tar.gz" "$SOURCE"; then fetched=1; fi
+if [ "$fetched" != 1 ] || ! echo "$SHA256  $WORK/src.tar.gz" | sha256sum --check --quiet 2>/dev/null; then
+    echo "error: could not get pgvector $VERSION's source with the expected SHA-256 from $SOURCE: set" \
+         "KERNELSAGE_PGVECTOR_SOURCE to a .tar.gz of that release, or DATABASE_URL to a PostgreSQL server with" \
+         "pgvector built for this CPU" >&2
+    exit 1
+fi
 mkdir "$WORK/src" "$WORK/include"
 tar -xzf "$WORK/src.tar.gz" -C "$WORK/src" --strip-components=1
 # the wheel's server headers were configured where <xlocale.h> exists; glibc has its content in <locale.h>
