@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
+from kernelsage.errors import BackendError
+from kernelsage.tasks.model import Task
 from kernelsage.tools.isolation import Isolation, require, unsafe_requested
-from kernelsage.tools.sandbox import Limits
+from kernelsage.tools.results import Artifact
+from kernelsage.tools.sandbox import ChildOutcome, Limits, Sandbox
 
 _Backend = TypeVar("_Backend", bound="IsolatedBackend")
 
@@ -21,9 +25,11 @@ class IsolatedBackend:
     """Mixin for backends: call `_init_isolation` in the constructor, then use `isolation` and `_limits`;
     a context manager that calls the backend's `close` on exit."""
 
+    name: str
     unsafe_no_isolation: bool
     _isolation: Isolation | None
     _warned: bool
+    _sandbox: Sandbox
 
     def _init_isolation(self, unsafe_no_isolation: bool, isolation: Isolation | None) -> None:
         self.unsafe_no_isolation = unsafe_requested(unsafe_no_isolation)
@@ -53,3 +59,25 @@ class IsolatedBackend:
     def _limits(self, limits: Limits) -> Limits:
         # The judge needs no network namespace under bubblewrap; without it, it keeps what it can.
         return dataclasses.replace(limits, isolate_network=not self.isolation.available)
+
+    def _job_task(self, artifact: Artifact, task: Task) -> dict[str, Any]:
+        """The task as a verify or profile job names it, once the artifact is known to be this backend's,
+        present and hashed (the judge checks the hash: what runs is what compile checked), and the task is
+        one the sandbox can load from its suite."""
+        if artifact.backend != self.name:
+            raise BackendError(f"artifact was built by the {artifact.backend!r} backend, not {self.name!r}")
+        if not Path(artifact.path).is_file() or not artifact.sha256:
+            raise BackendError(f"artifact {artifact.path} is missing or has no recorded hash; compile the "
+                               "candidate again")
+        if task.origin is None:
+            raise BackendError(f"task {task.id!r} was not loaded from a suite; load it with "
+                               "kernelsage.tasks.loaders.load_suite so the sandbox can load it too")
+        return {"id": task.id, "origin": dataclasses.asdict(task.origin)}
+
+    def _run_job(self, target: str, payload: dict[str, Any], limits: Limits) -> ChildOutcome:
+        """One job in a fresh sandbox work directory, discarded afterwards."""
+        workdir = self._sandbox.workdir()
+        try:
+            return self._sandbox.run(target, payload, self._limits(limits), workdir)
+        finally:
+            self._sandbox.discard(workdir)

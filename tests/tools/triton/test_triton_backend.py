@@ -81,3 +81,20 @@ def test_devices_are_named_and_explained() -> None:
 def test_an_untimed_profile_says_so(l1_relu) -> None:
     profile = untimed_profile(l1_relu)
     assert profile.ok and profile.output_correct and profile.speedup == 1.0 and "not timed" in profile.message
+
+
+def test_what_runs_is_what_compile_checked(triton_backend, l1_relu, tmp_path: Path) -> None:
+    from kernelsage.errors import BackendError
+
+    source = (HERE / "kernels" / "relu.py").read_text()
+    compiled = triton_backend.compile(Candidate(task_id="l1_relu", files={"kernel.py": source}))
+    assert compiled.ok
+    unhashed = compiled.artifact.model_copy(update={"sha256": ""})
+    with pytest.raises(BackendError, match="no recorded hash"):  # the judge would have no hash to check against
+        triton_backend.verify(unhashed, l1_relu)
+    rewritten = tmp_path / "kernel.py"  # the checked source swapped for one that borrows torch's compute
+    rewritten.write_text(source.replace("def ks_kernel(", "import torch\ndef _unused():\n    return torch\n\n"
+                                        "def ks_kernel(", 1))
+    swapped = compiled.artifact.model_copy(update={"path": str(rewritten)})
+    verified = triton_backend.verify(swapped, l1_relu)
+    assert not verified.correct and "changed since it was checked" in verified.message

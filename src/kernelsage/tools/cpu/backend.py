@@ -201,14 +201,7 @@ class CpuBackend(IsolatedBackend):
     # verify and profile ----------------------------------------------------------------------------------
 
     def _job_payload(self, artifact: Artifact, task: Task) -> dict[str, Any]:
-        if artifact.backend != self.name:
-            raise BackendError(f"artifact was built by the {artifact.backend!r} backend, not {self.name!r}")
-        if not Path(artifact.path).is_file() or not artifact.sha256:
-            raise BackendError(f"artifact {artifact.path} is missing or has no recorded hash; compile the "
-                               "candidate again")
-        if task.origin is None:
-            raise BackendError(f"task {task.id!r} was not loaded from a suite; load it with "
-                               "kernelsage.tasks.loaders.load_suite so the sandbox can load it too")
+        job_task = self._job_task(artifact, task)
         isolation = self.isolation
         if self._runner is None:
             self._runner = build_runner(self.cache_dir)
@@ -216,14 +209,10 @@ class CpuBackend(IsolatedBackend):
         return {"library": artifact.path, "library_sha256": artifact.sha256, "runner": str(runner),
                 "runner_sha256": runner_sha256, "threads": self.threads,
                 "isolation": dataclasses.asdict(isolation), "limits": dataclasses.asdict(self.run_limits),
-                "task": {"id": task.id, "origin": dataclasses.asdict(task.origin)}}
+                "task": job_task}
 
     def _run(self, handler: str, payload: dict[str, Any]) -> ChildOutcome:
-        workdir = self._sandbox.workdir()
-        try:
-            return self._sandbox.run(f"{JOBS}:{handler}", payload, self._limits(self.run_limits), workdir)
-        finally:
-            self._sandbox.discard(workdir)
+        return self._run_job(f"{JOBS}:{handler}", payload, self.run_limits)
 
     def verify(self, artifact: Artifact, task: Task, *, trials: int | None = None,
                seed: int | None = None) -> VerifyResult:

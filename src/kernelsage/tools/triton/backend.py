@@ -109,24 +109,13 @@ class TritonBackend(IsolatedBackend):
                              artifact=Artifact(backend=self.name, path=str(target), key=digest[:32], sha256=digest))
 
     def _payload(self, artifact: Artifact, task: Task) -> dict[str, Any]:
-        if artifact.backend != self.name:
-            raise BackendError(f"artifact was built by the {artifact.backend!r} backend, not {self.name!r}")
-        if not Path(artifact.path).is_file():
-            raise BackendError(f"artifact {artifact.path} is missing; compile the candidate again")
-        if task.origin is None:
-            raise BackendError(f"task {task.id!r} was not loaded from a suite; load it with "
-                               "kernelsage.tasks.loaders.load_suite so the sandbox can load it too")
+        job_task = self._job_task(artifact, task)
         return {"source": artifact.path, "source_sha256": artifact.sha256, "device": self.device,
                 "threads": self.threads, "isolation": dataclasses.asdict(self.isolation),
-                "limits": dataclasses.asdict(self.run_limits),
-                "task": {"id": task.id, "origin": dataclasses.asdict(task.origin)}}
+                "limits": dataclasses.asdict(self.run_limits), "task": job_task}
 
     def _run(self, handler: str, payload: dict[str, Any]) -> Any:
-        workdir = self._sandbox.workdir()
-        try:
-            return self._sandbox.run(f"{JOBS}:{handler}", payload, self._limits(self.run_limits), workdir)
-        finally:
-            self._sandbox.discard(workdir)
+        return self._run_job(f"{JOBS}:{handler}", payload, self.run_limits)
 
     def verify(self, artifact: Artifact, task: Task, *, trials: int | None = None,
                seed: int | None = None) -> VerifyResult:

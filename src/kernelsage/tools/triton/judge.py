@@ -64,7 +64,7 @@ class TritonJudge:
                                    threads=int(payload["threads"]))
         self.budget = Budget(self.limits.wall_s)
         self.source = Path(payload["source"]).read_text(encoding="utf-8")
-        if payload.get("source_sha256") and _sha256(self.source) != payload["source_sha256"]:
+        if _sha256(self.source) != payload["source_sha256"]:  # what runs is what compile checked
             raise HarnessFailure(f"{payload['source']} changed since it was checked; compile the candidate again")
         self.arena: Arena | None = None
         self.runner: PyRunner | None = None
