@@ -108,8 +108,12 @@ def keep_freed_memory() -> None:
         libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
 
 
-class Judge:
-    """The trusted side of one verify or profile job: phases, the arena and the runner."""
+class JudgeCore:
+    """What every judge of a sandboxed runner holds: the limits and budget of its job, the phases the worker
+    blames by, and the arena and runner it starts and stops (the cpu judge here, the triton one in
+    tools/triton/judge.py)."""
+
+    runner: Any
 
     def __init__(self, payload: dict[str, Any], emit: Emit) -> None:
         self.emit = emit
@@ -120,10 +124,8 @@ class Judge:
                                    memory_bytes=int(limits["memory_bytes"]), file_bytes=int(limits["file_bytes"]),
                                    threads=int(payload["threads"]))
         self.budget = Budget(self.limits.wall_s)
-        self.library = read_verified(payload["library"], payload["library_sha256"], "kernel library")
-        self.executable = read_verified(payload["runner"], payload["runner_sha256"], "kernel runner")
         self.arena: Arena | None = None
-        self.runner: Runner | None = None
+        self.runner = None
         self._phase = ""
         self.log_tail = ""
         torch.set_num_threads(self.limits.threads)
@@ -135,6 +137,26 @@ class Judge:
             self._phase = name
             self.emit({"kind": "phase", "phase": name})
 
+    def stop(self) -> None:
+        if self.runner is not None:
+            self.runner.close()
+            self.log_tail = self.runner.log_tail()
+            self.runner = None
+        if self.arena is not None:
+            self.arena.close()
+            self.arena = None
+
+
+class Judge(JudgeCore):
+    """The trusted side of one cpu verify or profile job: the verified kernel library and ks_runner."""
+
+    runner: Runner | None
+
+    def __init__(self, payload: dict[str, Any], emit: Emit) -> None:
+        super().__init__(payload, emit)
+        self.library = read_verified(payload["library"], payload["library_sha256"], "kernel library")
+        self.executable = read_verified(payload["runner"], payload["runner_sha256"], "kernel runner")
+
     def start(self, input_bytes: int, output_bytes: int) -> Runner:
         """A fresh runner over a fresh arena of at least these sizes."""
         self.stop()
@@ -144,15 +166,6 @@ class Judge:
                              isolation=self.isolation, limits=self.limits, budget=self.budget,
                              log_path=Path.cwd() / "runner.log")
         return self.runner
-
-    def stop(self) -> None:
-        if self.runner is not None:
-            self.runner.close()
-            self.log_tail = self.runner.log_tail()
-            self.runner = None
-        if self.arena is not None:
-            self.arena.close()
-            self.arena = None
 
     def write_inputs(self, prepared: Prepared) -> list[torch.Tensor]:
         """Copy the private inputs into the shared region; the shared views."""

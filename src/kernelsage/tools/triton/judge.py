@@ -20,17 +20,16 @@ from kernelsage.tools.cpu.arena import Arena, Placed
 from kernelsage.tools.cpu.judge import (
     Emit,
     HarnessFailure,
+    JudgeCore,
     Prepared,
     case_seed,
     dtype_name,
-    keep_freed_memory,
     output_check,
     plan,
     reference,
 )
-from kernelsage.tools.cpu.runner import Budget, RunnerFailed, RunnerLimits
+from kernelsage.tools.cpu.runner import RunnerFailed
 from kernelsage.tools.cpu.verdicts import case_result, failed_case, inputs_modified
-from kernelsage.tools.isolation import Isolation
 from kernelsage.tools.results import Status
 from kernelsage.tools.triton.runner import PyRunner
 
@@ -51,32 +50,17 @@ def reply_failure(reply: dict[str, Any]) -> tuple[Status, str] | None:
     return Status.RUNTIME_ERROR, error or "the runner reported a failure"
 
 
-class TritonJudge:
-    """One verify (or profile) job: the arena, the runner and the phases the worker blames by."""
+class TritonJudge(JudgeCore):
+    """One verify (or profile) job of a Triton candidate: its checked source and the Python runner."""
+
+    runner: PyRunner | None
 
     def __init__(self, payload: dict[str, Any], emit: Emit) -> None:
-        self.emit, self.payload = emit, payload
+        super().__init__(payload, emit)
         self.device = payload["device"]
-        self.isolation = Isolation(**payload["isolation"])
-        limits = payload["limits"]
-        self.limits = RunnerLimits(wall_s=float(limits["wall_s"]), cpu_s=float(limits["cpu_s"]),
-                                   memory_bytes=int(limits["memory_bytes"]), file_bytes=int(limits["file_bytes"]),
-                                   threads=int(payload["threads"]))
-        self.budget = Budget(self.limits.wall_s)
         self.source = Path(payload["source"]).read_text(encoding="utf-8")
         if _sha256(self.source) != payload["source_sha256"]:  # what runs is what compile checked
             raise HarnessFailure(f"{payload['source']} changed since it was checked; compile the candidate again")
-        self.arena: Arena | None = None
-        self.runner: PyRunner | None = None
-        self._phase = ""
-        self.log_tail = ""
-        torch.set_num_threads(self.limits.threads)
-        keep_freed_memory()
-
-    def phase(self, name: str) -> None:
-        if name != self._phase:
-            self._phase = name
-            self.emit({"kind": "phase", "phase": name})
 
     def start(self, input_bytes: int, output_bytes: int) -> PyRunner:
         """A fresh runner over a fresh arena, with the candidate loaded (a load failure is the candidate's)."""
@@ -91,15 +75,6 @@ class TritonJudge:
         if failure is not None:
             raise RunnerFailed(failure[0], "loading kernel.py failed: " + failure[1])
         return self.runner
-
-    def stop(self) -> None:
-        if self.runner is not None:
-            self.runner.close()
-            self.log_tail = self.runner.log_tail()
-            self.runner = None
-        if self.arena is not None:
-            self.arena.close()
-            self.arena = None
 
     def call(self, item: Prepared, trial: int) -> tuple[list[torch.Tensor], list[torch.Tensor], float]:
         """Inputs written, outputs poisoned, one timed call; the shared views and the judge's time of the call
