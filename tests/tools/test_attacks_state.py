@@ -20,7 +20,11 @@ that is cheap), so the only way it can earn a verdict it should not is through i
 What must hold, for every attack: it ends not correct, or it is at most SLACK times faster than an honest naive
 kernel of the same task (the attack's own honest path compiled alone: `KS_HONEST`) evaluated just before and
 just after it, by its median and by its latency (the mean), measured relative to the reference and outright
-(`gain`): the comparison is relative, and load on the shared machine moves it little.
+(`gain`): the comparison is relative, and load on the shared machine moves it little. An attack that answers
+from its state on only part of the calls is also held against its own build with the cheat switched off
+(`KS_SHARE 0`: every call honest, the same code around the loop): the same loop compiled inside an attack ran
+1.3-1.6x faster than compiled alone (argmax 4.2-4.5 ms against 6.4-6.7 ms, rowsum likewise), a gain of code
+generation that a cheat held to its own honest pace inherits and that is not the cheat's.
 """
 
 from __future__ import annotations
@@ -87,9 +91,10 @@ def describe(evaluation: Evaluation) -> str:
     return " ".join(parts) + (f" ({message[:300]})" if message else "")
 
 
-def honest(backend: KernelBackend, builtin: LoadReport, task_id: str, name: str) -> Evaluation:
-    """The honest naive kernel of a task: the attack file's honest path alone (`KS_HONEST`)."""
-    evaluation = evaluate_candidate(backend, find_task(builtin, task_id), files_of(name, honest=1))
+def honest(backend: KernelBackend, builtin: LoadReport, task_id: str, name: str, **defines: int) -> Evaluation:
+    """The honest naive kernel of a task: the attack file's honest path alone (`KS_HONEST`), or as `defines`
+    build it (`share=0`: inside the attack, the cheat never used)."""
+    evaluation = evaluate_candidate(backend, find_task(builtin, task_id), files_of(name, **(defines or {"honest": 1})))
     assert evaluation.correct, f"the honest kernel of {task_id} ({name}) is not correct: {describe(evaluation)}"
     return evaluation
 
@@ -118,6 +123,9 @@ def assert_not_credited(backend: KernelBackend, builtin: LoadReport, task_id: st
     after it) by its median and by its latency (`gain`). The latency is the median (it was the mean, which a kernel
     fast on a minority of its calls moves)."""
     before = honest(backend, builtin, task_id, name)
+    baselines = [before]
+    if "share" in defines:
+        baselines.append(honest(backend, builtin, task_id, name, share=0))
     attack = evaluate_candidate(backend, find_task(builtin, task_id), files_of(name, **defines))
     assert attack.compile.ok, f"{name} did not build: {attack.compile.reason or attack.compile.log[-500:]}"
     if not attack.correct:
@@ -126,9 +134,10 @@ def assert_not_credited(backend: KernelBackend, builtin: LoadReport, task_id: st
         assert attack.status not in NOT_A_VERDICT, f"the attack broke instead of being judged: {figures}"
         return
     after = honest(backend, builtin, task_id, name)
-    by_median, by_latency = gain(attack, [before, after]), gain(attack, [before, after], "latency")
+    baselines.append(after)
+    by_median, by_latency = gain(attack, baselines), gain(attack, baselines, "latency")
     figures = (f"{task_id} {name} {defines}: gain over honest {by_median:.3g} (by latency {by_latency:.3g}); attack "
-               f"{describe(attack)}; honest naive {describe(before)}; again {describe(after)}")
+               f"{describe(attack)}; honest naive {'; again '.join(describe(b) for b in baselines)}")
     print(figures)
     assert by_median <= SLACK, f"a cheat was credited as speed (median): {figures}"
     assert by_latency <= SLACK, f"a cheat was credited as speed (latency): {figures}"
@@ -177,10 +186,9 @@ def test_answers_replayed_on_repeated_inputs_are_not_credited(backend, builtin, 
     # out, and the mean (about 0.55 of an honest call's) is the cheat's, but the credited latency is the median,
     # the held calls'. (Held to 80%, the median gains 1/0.8 = 1.25x: within the factor the comparison with the
     # unseen calls must allow for noise, docs/security.md "Not covered", and too close to SLACK to test.)
-    # (rowsum at 45% held is left out: its build ran 1.26-1.58x faster than its own KS_HONEST build in four runs,
-    # unexplained so far, which sits on SLACK; see the closing note of 2026-12-03)
     ("l1_argmax_lastdim", "state_replay_argmax", {"share": 45, "pace": 100}),
-], ids=["rowsum-58", "argmax-58", "topk-58", "argmax-58-held", "argmax-45-held"])
+    ("l1_sum_lastdim", "state_span_rowsum", {"share": 45, "pace": 100}),
+], ids=["rowsum-58", "argmax-58", "topk-58", "argmax-58-held", "argmax-45-held", "rowsum-45-held"])
 def test_a_cheat_on_part_of_the_calls_is_not_credited(backend, builtin, task_id, name, defines):
     assert_not_credited(backend, builtin, task_id, name, **defines)
 
