@@ -50,12 +50,25 @@ def prune_clients(server_class: Any, pgdata: Path) -> list[int]:
 
 
 def _postmaster(pgdata: Path) -> psutil.Process | None:
+    """The running postmaster of `pgdata`, or None. The pid file outlives a server that was killed, and its
+    pid can by then be another process's (a busy machine reuses pids within minutes): that process is not
+    the server unless it is a postgres whose command line names this data directory."""
     try:
         pid = int((pgdata / "postmaster.pid").read_text().split()[0])
         process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE or not is_postmaster_of(process.cmdline(), pgdata):
+            return None
     except (OSError, ValueError, IndexError, psutil.Error):
         return None
-    return process if process.status() != psutil.STATUS_ZOMBIE else None
+    return process
+
+
+def is_postmaster_of(cmdline: list[str], pgdata: Path) -> bool:
+    """Whether a command line is a postgres server's run on `pgdata` (`postgres -D PGDATA ...`)."""
+    if not cmdline or Path(cmdline[0]).name != "postgres":
+        return False
+    wanted = os.path.realpath(pgdata)
+    return any(os.path.realpath(cmdline[i + 1]) == wanted for i, arg in enumerate(cmdline[:-1]) if arg == "-D")
 
 
 def stop_server(pgdata: Path) -> None:
