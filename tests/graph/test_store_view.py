@@ -38,8 +38,7 @@ def _set_up(store: MemoryStore, ids: list[int], *, utility: list[float], hot: in
     with store.pool.connection() as conn:
         conn.execute("UPDATE ks_items AS t SET utility = u.u FROM unnest(%s::bigint[], %s::float8[]) AS u(id, u) "
                      "WHERE t.id = u.id", (ids, utility))
-        conn.execute("UPDATE ks_items SET state = 'hot' WHERE id = %s", (hot,))
-        conn.execute("UPDATE ks_item_vectors SET resident = true WHERE item_id = %s", (hot,))
+        conn.execute("UPDATE ks_items SET state = 'hot' WHERE id = %s", (hot,))  # residency is the state alone
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import random
 
 import numpy as np
 
-from kernelsage.memory_backend import candidates, item_rows
+from kernelsage.memory_backend import candidates, item_rows, retrieval
 from kernelsage.memory_backend.items import MemoryItem
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure
@@ -33,6 +33,21 @@ def _mismatches(store: MemoryStore, memory: Memory) -> int:
     if len(cached.ids) != len(full.ids):
         return abs(len(cached.ids) - len(full.ids))
     return sum(int((getattr(cached, f) != getattr(full, f)[order]).sum()) for f in FIELDS)
+
+
+def _residency_disagreements(store: MemoryStore, memory: Memory, vectors: np.ndarray) -> int:
+    """Items on which the hot set (state 'hot'), the last hot event of each item, and the vector search's
+    resident filter disagree: residency is kept on the item alone, and a swap writes states and events."""
+    with store.pool.connection() as conn:
+        hot = {r["id"] for r in conn.execute("SELECT id FROM ks_items WHERE namespace_id = %s AND state = 'hot'",
+                                             (memory.info.id,))}
+        every = {r["id"] for r in conn.execute("SELECT id FROM ks_items WHERE namespace_id = %s", (memory.info.id,))}
+        last = {r["item_id"] for r in conn.execute(
+            "SELECT DISTINCT ON (item_id) item_id, event FROM ks_hot_events WHERE namespace_id = %s "
+            "ORDER BY item_id, hot_version DESC", (memory.info.id,)) if r["event"] == "promoted"}
+        searched = {item.id for item, _ in retrieval.relevance_pool(conn, memory.info, vectors[0], len(every),
+                                                                    exclude_resident=True, probes=0)}
+    return len(hot ^ last) + len((every - hot) ^ searched)
 
 
 def _episode(memory: Memory, rng: random.Random, name: str, vectors: np.ndarray) -> None:
@@ -66,7 +81,7 @@ def test_incremental_consolidation_selects_exactly_what_a_full_read_selects(stor
         result = memory.consolidate(abstract_rule=abstract)
         changes += len(result.promoted) + len(result.demoted)
         assert cached_store.candidate_caches.get(memory.info.id) is not None
-        mismatches += _mismatches(cached_store, memory)
+        mismatches += _mismatches(cached_store, memory) + _residency_disagreements(cached_store, memory, vectors)
         fresh = MemoryStore(store.pool, params=CHURN, token_counter=lambda text: 10 + len(text) % 17)
         check = fresh.open(namespace).consolidate(abstract_rule=abstract)  # a full read finds nothing to do
         assert (check.promoted, check.demoted, check.hot) == ((), (), result.hot), f"consolidation {n}"

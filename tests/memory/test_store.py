@@ -6,8 +6,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from psycopg import sql
 
 from kernelsage.errors import EmbeddingDimensionError, EpisodeError, NamespaceError, ReadOnlyMemoryError
+from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend import vector_index
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
@@ -19,7 +21,7 @@ from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 def test_migrations_are_recorded_and_safe_to_run_twice(store: MemoryStore) -> None:
     assert store.migrate() == []
     again = MemoryStore(store.pool)  # a second opener on a migrated database
-    assert again.applied_migrations() == store.applied_migrations() == [1, 2, 3, 4, 5]
+    assert again.applied_migrations() == store.applied_migrations() == [1, 2, 3, 4, 5, 6]
 
 
 def test_a_namespace_never_sees_another_namespaces_items(store: MemoryStore, namespace: str) -> None:
@@ -149,12 +151,15 @@ def test_filtered_search_does_not_under_return(store: MemoryStore, namespace: st
     hot = ids[order[:1000]]  # the thousand nearest items are resident: one probe must read further lists
     with store.pool.connection() as conn:  # test set-up: make them hot without a thousand episodes
         conn.execute("UPDATE ks_items SET state = 'hot' WHERE id = ANY(%s)", (hot.tolist(),))
-        conn.execute("UPDATE ks_item_vectors SET resident = true WHERE item_id = ANY(%s)", (hot.tolist(),))
         conn.execute("ANALYZE ks_item_vectors")
-        plan = conn.execute(
-            f"EXPLAIN SELECT item_id FROM ks_item_vectors WHERE namespace_id = {memory.info.id} AND NOT resident "
-            "ORDER BY embedding::vector(16) <=> %s LIMIT 40", (query,)).fetchall()
-    assert any(f"ks_item_vectors_ivf_ns{memory.info.id}_l{lists}" in row["QUERY PLAN"] for row in plan)
+        conn.execute("ANALYZE ks_items")
+        plan = conn.execute(sql.SQL("EXPLAIN ") + q.nearest_items(memory.info.id, 16, exclude_resident=True),
+                            {"q": query, "n": 40}).fetchall()
+    # The search the store runs: the namespace's index read in distance order, each row's item joined by its
+    # primary key (the state filter), so the scan streams and iterative scans read further lists.
+    text = "\n".join(row["QUERY PLAN"] for row in plan)
+    assert f"Index Scan using ks_item_vectors_ivf_ns{memory.info.id}_l{lists}" in text, text
+    assert "ks_items_pkey" in text and "Sort" not in text, text
     found = [s.item.id for s in memory.retrieve(query).cold]
     assert len(found) == 40
     assert not set(found) & set(hot.tolist())

@@ -41,6 +41,15 @@ def test_priority_is_utility_times_access_over_length() -> None:
     assert ugc.priority(0.5, 0.4, 10) == pytest.approx(0.02)
 
 
+@given(candidates)
+def test_column_priorities_are_the_scalar_priorities(pool) -> None:
+    """The priorities consolidation records with each hot event, computed over its columns, equal `priority`."""
+    columns = ugc.priority_columns(np.array([c.utility for c in pool], dtype=np.float64),
+                                   np.array([c.access for c in pool], dtype=np.float64),
+                                   np.array([c.tokens for c in pool], dtype=np.int64))
+    assert columns.tolist() == [ugc.priority(c.utility, c.access, c.tokens) for c in pool]
+
+
 @given(candidates, st.integers(min_value=1, max_value=20_000))
 def test_greedy_selection_never_exceeds_the_budget(pool, budget: int) -> None:
     chosen = ugc.select_hot(pool, budget)

@@ -53,6 +53,21 @@ class CandidateCache:
         """The cache after consolidation wrote these rows (and bumped the epoch to `epoch`)."""
         return replace(self, epoch=epoch, dirty=self.dirty | frozenset(item_ids))
 
+    def moved(self, seq: int, promoted: list[int], access: list[float], demoted: list[int]) -> CandidateCache:
+        """The cache after queries.PROMOTE (with these access estimates) and queries.DEMOTE at episode `seq`,
+        applied to its columns as the statements apply them to the rows, so a swap of the hot set is not read
+        back (rows also marked dirty are read again anyway). Every moved row is a candidate before and after."""
+        c = {f: v.copy() for f, v in self.columns.items()}
+        up = np.searchsorted(c["ids"], np.asarray(promoted, dtype=np.int64))
+        down = np.searchsorted(c["ids"], np.asarray(demoted, dtype=np.int64))
+        assert np.array_equal(c["ids"][up], promoted) and np.array_equal(c["ids"][down], demoted)
+        c["banked"][up] += np.where(c["has_since"][up], seq - c["since"][up], 0)
+        c["since"][up], c["has_since"][up], c["access"][up] = 0, False, access
+        c["since"][down], c["has_since"][down] = seq, True
+        c["hot"][up], c["validated"][up] = True, False
+        c["hot"][down], c["validated"][down] = False, True
+        return replace(self, columns=c)
+
 
 class CandidateCaches:
     """A store's caches, one per namespace. Consolidations of one namespace are serialised by its advisory
@@ -76,10 +91,14 @@ class CandidateCaches:
 
 
 def _columns(conn: psycopg.Connection, query: str, params: dict) -> dict[str, np.ndarray]:
+    """The columns one of the CANDIDATES_* queries reads, sorted by id here (one sort, not one per column)."""
     with conn.cursor(row_factory=tuple_row, binary=True) as cursor:
         arrays = cursor.execute(query, params).fetchone()
     assert arrays is not None  # an aggregate always returns its row (of NULLs when nothing matched)
-    return {f: np.array(a or [], dtype=t) for f, a, t in zip(_FIELDS, arrays, _DTYPES, strict=True)}
+    columns: dict[str, np.ndarray] = {f: np.array(a or [], dtype=t)
+                                      for f, a, t in zip(_FIELDS, arrays, _DTYPES, strict=True)}
+    order = np.argsort(columns["ids"], kind="stable")
+    return {f: v[order] for f, v in columns.items()}
 
 
 def epoch(conn: psycopg.Connection, namespace_id: int) -> int:
@@ -103,7 +122,7 @@ def read(conn: psycopg.Connection, namespace_id: int, seq: int, k_ado: int,
     stale = np.union1d(np.asarray(changed, dtype=np.int64), np.fromiter(cache.dirty, np.int64, len(cache.dirty)))
     if not len(stale):
         return replace(cache, seq=seq)
-    fresh = _columns(conn, q.CANDIDATES_OF_IDS, {"ns": namespace_id, "k": k_ado, "ids": stale.tolist()})
+    fresh = _columns(conn, q.CANDIDATES_OF_IDS, {"k": k_ado, "ids": stale.tolist()})
     keep = ~np.isin(cache.columns["ids"], stale)
     merged = {f: np.concatenate([cache.columns[f][keep], fresh[f]]) for f in _FIELDS}
     order = np.argsort(merged["ids"], kind="stable")

@@ -93,14 +93,19 @@ def _pass(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, p
         conn.execute(q.SET_RULES, (ids, [written[i][0] for i in ids], [written[i][1] for i in ids]))
         for k in np.flatnonzero(np.isin(items.ids, ids)):
             tokens[k], has_rule[k] = written[int(items.ids[k])][1], True
-    result = _select_hot(conn, info, policy, params, ns, _competitors(items, kept & has_rule, tokens), len(written),
-                         seed)
-    return result, _written(conn, info, cache, [*settled, *written, *result.promoted, *result.demoted])
+    rivals = _competitors(items, kept & has_rule, tokens)
+    result = _select_hot(conn, info, policy, params, ns, rivals, len(written), seed)
+    if result.promoted or result.demoted:  # the swap, applied to the cache as PROMOTE and DEMOTE wrote it
+        access = rivals.access[np.searchsorted(rivals.ids, result.promoted)].tolist()
+        cache = cache.moved(ns["episode_seq"], list(result.promoted), access, list(result.demoted))
+    return result, _written(conn, info, cache, [*settled, *written], moved=bool(result.promoted or result.demoted))
 
 
-def _written(conn: psycopg.Connection, info: NamespaceInfo, cache: CandidateCache, ids: list[int]) -> CandidateCache:
-    """The cache after this pass: when it wrote rows, the epoch is bumped and the rows read again next time."""
-    return cache.written(candidates.bump_epoch(conn, info.id), ids) if ids else cache
+def _written(conn: psycopg.Connection, info: NamespaceInfo, cache: CandidateCache, ids: list[int], *,
+             moved: bool = False) -> CandidateCache:
+    """The cache after this pass: when it wrote rows, the epoch is bumped; the rows in `ids` are read again next
+    time (those it only promoted or demoted, `moved`, are already up to date in the cache)."""
+    return cache.written(candidates.bump_epoch(conn, info.id), ids) if ids or moved else cache
 
 
 def _settle_validation(conn: psycopg.Connection, items: item_rows.GateCandidates,
@@ -163,21 +168,22 @@ def _select_hot(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPol
     version = ns["hot_version"]
     if plan.promoted or plan.demoted:
         version += 1
-        _apply_plan(conn, info.id, plan, {i: candidate(i) for i in plan.promoted + plan.demoted}, seq, version)
+        _apply_plan(conn, info.id, plan, rivals, seq, version)
     return ConsolidationResult(hot_version=version, hot=plan.hot, promoted=plan.promoted, demoted=plan.demoted,
                                validated=int((~rivals.resident).sum()), abstracted=abstracted,
                                tokens_used=plan.tokens_used, budget=budget)
 
 
-def _apply_plan(conn: psycopg.Connection, namespace_id: int, plan: ugc.ConsolidationPlan,
-                candidates: dict[int, ugc.HotCandidate], seq: int, version: int) -> None:
+def _apply_plan(conn: psycopg.Connection, namespace_id: int, plan: ugc.ConsolidationPlan, rivals: _Competitors,
+                seq: int, version: int) -> None:
+    """Write the swap: states (PROMOTE, DEMOTE: set-based, by primary key) and one hot event per moved rule,
+    its priority computed over the columns as `ugc.priority` computes it."""
     promoted, demoted = list(plan.promoted), list(plan.demoted)
-    conn.execute(q.PROMOTE, (seq, seq, promoted, [candidates[i].access for i in promoted]))
+    up, down = np.searchsorted(rivals.ids, promoted), np.searchsorted(rivals.ids, demoted)  # ids are sorted
+    moved = np.concatenate([up, down]).astype(np.int64)
+    conn.execute(q.PROMOTE, {"seq": seq, "ids": promoted, "access": rivals.access[up].tolist()})
     conn.execute(q.DEMOTE, (seq, demoted))
-    conn.execute(q.SET_RESIDENT, (promoted, demoted))
-    moved = [candidates[i] for i in promoted + demoted]
-    conn.execute(q.INSERT_HOT_EVENTS, (
-        namespace_id, version, promoted + demoted, ["promoted"] * len(promoted) + ["demoted"] * len(demoted),
-        [ugc.priority(c.utility, c.access, c.tokens) for c in moved],
-    ))
+    priorities = ugc.priority_columns(rivals.utility[moved], rivals.access[moved], rivals.tokens[moved])
+    conn.execute(q.INSERT_HOT_EVENTS, (namespace_id, version, promoted + demoted,
+                                       ["promoted"] * len(promoted) + ["demoted"] * len(demoted), priorities.tolist()))
     conn.execute(q.SET_HOT_VERSION, (version, namespace_id))

@@ -40,6 +40,7 @@ _ITEM_COLUMNS = (
     "utility, n_ret, n_ret_cold, n_ado, adopting_ops, access, q_draft, q_refine, state, metadata, "
     "created_at, updated_at, promoted_at, demoted_at"
 )
+_ITEM_COLUMNS_OF_I = ", ".join("i." + c.strip() for c in _ITEM_COLUMNS.split(","))  # the same, of ks_items i
 NEXT_ITEM_IDS = "SELECT nextval('ks_items_id_seq') AS id FROM generate_series(1, %s)"
 COPY_ITEMS = (
     "COPY ks_items (id, namespace_id, kind, text, evidence, code_example, operator, source_episode, "
@@ -76,18 +77,20 @@ GATE_CANDIDATE_COLUMNS = (
     "FROM ks_items WHERE namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
 )
 # The same items for the incremental read (candidates.py): the eligible-episode count as its parts (banked,
-# and the episode since which the item is retrievable), so it can be counted at any later episode; in id order.
+# and the episode since which the item is retrievable), so it can be counted at any later episode. The arrays
+# come from one scan, so entry i of each is one row; candidates.py sorts them by id.
 _CANDIDATE_COLUMNS = (
-    "SELECT array_agg(id ORDER BY id), array_agg(utility ORDER BY id), array_agg(n_ado ORDER BY id), "
-    "array_agg(cardinality(adopting_ops) ORDER BY id), array_agg(access ORDER BY id), "
-    "array_agg(n_ret_cold ORDER BY id), array_agg(eligible_banked ORDER BY id), "
-    "array_agg(COALESCE(eligible_since, 0) ORDER BY id), array_agg(eligible_since IS NOT NULL ORDER BY id), "
-    "array_agg(COALESCE(rule_tokens, tokens) ORDER BY id), array_agg(state = 'hot' ORDER BY id), "
-    "array_agg(state = 'validated' ORDER BY id), array_agg(rule_text IS NOT NULL ORDER BY id) "
-    "FROM ks_items WHERE namespace_id = %(ns)s AND (state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
+    "SELECT array_agg(id), array_agg(utility), array_agg(n_ado), array_agg(cardinality(adopting_ops)), "
+    "array_agg(access), array_agg(n_ret_cold), array_agg(eligible_banked), array_agg(COALESCE(eligible_since, 0)), "
+    "array_agg(eligible_since IS NOT NULL), array_agg(COALESCE(rule_tokens, tokens)), array_agg(state = 'hot'), "
+    "array_agg(state = 'validated'), array_agg(rule_text IS NOT NULL) FROM ks_items "
 )
-CANDIDATES_OF_NAMESPACE = _CANDIDATE_COLUMNS
-CANDIDATES_OF_IDS = _CANDIDATE_COLUMNS + " AND id = ANY(%(ids)s)"
+_MAY_PASS_THE_GATE = "(state <> 'cold' OR (utility > 0 AND n_ado >= %(k)s))"
+CANDIDATES_OF_NAMESPACE = _CANDIDATE_COLUMNS + "WHERE namespace_id = %(ns)s AND " + _MAY_PASS_THE_GATE
+# Rows by id (the namespace's: credited by its episodes, or written by its consolidation): found through the
+# primary key alone; the (namespace_id, state) index, which every flip of a state grows until a vacuum, would
+# be read whole beside it.
+CANDIDATES_OF_IDS = _CANDIDATE_COLUMNS + "WHERE id = ANY(%(ids)b::bigint[]) AND " + _MAY_PASS_THE_GATE
 # The items whose statistics changed after episode %s: a commit credits every item whose statistics it writes.
 CREDITED_SINCE = (
     "SELECT array_agg(DISTINCT c.item_id) AS ids FROM ks_episodes e JOIN ks_credits c "
@@ -171,36 +174,37 @@ EPISODE_EXPOSURES = (
 
 # -- consolidation ----------------------------------------------------------------------------------
 
+# Arrays of thousands of ids, states and priorities travel in binary (%b): dumping them as text took longer than
+# the statements that read them.
+
 CONSOLIDATION_LOCK = "SELECT pg_advisory_lock(%s, %s)"
 CONSOLIDATION_UNLOCK = "SELECT pg_advisory_unlock(%s, %s)"
 SET_METADATA = "UPDATE ks_items SET metadata = %s, updated_at = now() WHERE id = %s"
 SET_STATES = (
     "UPDATE ks_items AS t SET state = c.state, updated_at = now() "
-    "FROM unnest(%s::bigint[], %s::text[]) AS c(id, state) WHERE t.id = c.id"
+    "FROM unnest(%b::bigint[], %b::text[]) AS c(id, state) WHERE t.id = c.id"
 )
 SET_RULES = (
     "UPDATE ks_items AS t SET rule_text = r.text, rule_tokens = r.tokens, abstracted_at = now(), "
     "updated_at = now() FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS r(id, text, tokens) "
     "WHERE t.id = r.id"
 )
+# Promotion and demotion change the state alone: residency is ks_items.state, which the vector search filters by
+# its join (nearest_items), so a flip rewrites no vector row and no vector index entry. The rows are found
+# through the primary key (`id = ANY`); a join on the unnested arrays alone hashed the whole table first.
 PROMOTE = (
     "UPDATE ks_items AS t SET state = 'hot', access = p.access, promoted_at = now(), updated_at = now(), "
-    "eligible_banked = t.eligible_banked + (%s - COALESCE(t.eligible_since, %s)), eligible_since = NULL "
-    "FROM unnest(%s::bigint[], %s::float8[]) AS p(id, access) WHERE t.id = p.id"
+    "eligible_banked = t.eligible_banked + (%(seq)s - COALESCE(t.eligible_since, %(seq)s)), eligible_since = NULL "
+    "FROM unnest(%(ids)b::bigint[], %(access)b::float8[]) AS p(id, access) "
+    "WHERE t.id = p.id AND t.id = ANY(%(ids)b::bigint[])"
 )
 DEMOTE = (
     "UPDATE ks_items SET state = 'validated', eligible_since = %s, demoted_at = now(), updated_at = now() "
-    "WHERE id = ANY(%s)"
-)
-# Promoted ids, then demoted ids: a join on the listed rows only (`item_id = ANY(promoted)` per row was a
-# scan of the array for each of them: quadratic when a consolidation swaps hundreds of rules).
-SET_RESIDENT = (
-    "UPDATE ks_item_vectors AS v SET resident = r.resident FROM (SELECT unnest(%s::bigint[]) AS id, true AS resident "
-    "UNION ALL SELECT unnest(%s::bigint[]), false) AS r WHERE v.item_id = r.id"
+    "WHERE id = ANY(%b::bigint[])"
 )
 INSERT_HOT_EVENTS = (
     "INSERT INTO ks_hot_events (namespace_id, hot_version, item_id, event, priority) "
-    "SELECT %s, %s, e.id, e.event, e.priority FROM unnest(%s::bigint[], %s::text[], %s::float8[]) "
+    "SELECT %s, %s, e.id, e.event, e.priority FROM unnest(%b::bigint[], %b::text[], %b::float8[]) "
     "AS e(id, event, priority)"
 )
 
@@ -237,9 +241,7 @@ EXPORT_ITEMS = (
     "SELECT i.*, v.embedding FROM ks_items i JOIN ks_item_vectors v ON v.item_id = i.id "
     "WHERE i.namespace_id = %s ORDER BY i.id"
 )
-INSERT_ITEM_VECTOR = (
-    "INSERT INTO ks_item_vectors (item_id, namespace_id, resident, embedding) VALUES (%s, %s, %s, %s)"
-)
+INSERT_ITEM_VECTOR = "INSERT INTO ks_item_vectors (item_id, namespace_id, embedding) VALUES (%s, %s, %s)"
 
 
 # -- composed statements: identifiers that vary -----------------------------------------------------
@@ -298,17 +300,19 @@ VECTOR_INDEX_UNLOCK = "SELECT pg_advisory_unlock(%s, %s)"
 def nearest_items(namespace_id: int, dim: int, *, exclude_resident: bool) -> sql.Composed:
     """The items nearest to %(q)s, at most %(n)s, with their cosine similarity as `relevance`.
 
-    Dimension and namespace are literals so the planner matches the namespace's partial index.
+    Dimension and namespace are literals so the planner matches the namespace's partial index. With
+    `exclude_resident` the hot rules are left out by their state in ks_items, joined row by row to the
+    index scan's rows (one primary-key lookup each, which the item's columns need anyway): residency lives
+    on the item alone, so promoting or demoting a rule never rewrites its vector row.
     """
-    column = sql.SQL("embedding::vector({})").format(sql.Literal(dim))
+    column = sql.SQL("v.embedding::vector({})").format(sql.Literal(dim))
     return sql.SQL(
-        "SELECT {cols}, nearest.relevance FROM ("
-        "SELECT item_id, 1 - ({column} <=> %(q)s) AS relevance FROM ks_item_vectors "
-        "WHERE namespace_id = {ns} {resident} ORDER BY {column} <=> %(q)s LIMIT %(n)s"
-        ") AS nearest JOIN ks_items ON ks_items.id = nearest.item_id"
+        "SELECT {cols}, 1 - ({column} <=> %(q)s) AS relevance FROM ks_item_vectors v "
+        "JOIN ks_items i ON i.id = v.item_id WHERE v.namespace_id = {ns} {resident} "
+        "ORDER BY {column} <=> %(q)s LIMIT %(n)s"
     ).format(
-        cols=sql.SQL(_ITEM_COLUMNS), column=column, ns=sql.Literal(namespace_id),
-        resident=sql.SQL("AND NOT resident") if exclude_resident else sql.SQL(""),
+        cols=sql.SQL(_ITEM_COLUMNS_OF_I), column=column, ns=sql.Literal(namespace_id),
+        resident=sql.SQL("AND i.state <> 'hot'") if exclude_resident else sql.SQL(""),
     )
 
 

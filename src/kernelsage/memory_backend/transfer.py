@@ -114,7 +114,7 @@ def _import_record(conn: psycopg.Connection, info: NamespaceInfo, record: dict[s
             record[key] = Jsonb(record[key])
     conn.execute(q.insert_row(_TABLES[record_type], ["namespace_id", *record]), [info.id, *record.values()])
     if vector is not None:
-        conn.execute(q.INSERT_ITEM_VECTOR, (record["id"], info.id, record["state"] == "hot", vector))
+        conn.execute(q.INSERT_ITEM_VECTOR, (record["id"], info.id, vector))
 
 
 # -- files ------------------------------------------------------------------------------------------

@@ -65,6 +65,11 @@ def priority(utility: float, access: float, tokens: int) -> float:
     return utility * access / max(1, tokens)
 
 
+def priority_columns(utility: np.ndarray, access: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """`priority` of each entry of the columns, by the same float operations (equal values)."""
+    return utility * access / np.maximum(tokens, 1).astype(np.float64)
+
+
 def select_hot(candidates: Sequence[HotCandidate], budget: int) -> list[int]:
     """Greedy selection by priority under a token budget.
 
@@ -87,7 +92,7 @@ def select_hot_columns(item_ids: np.ndarray, utility: np.ndarray, access: np.nda
     """`select_hot` over columns (entry i is one candidate): the same priorities (the same float
     operations as `priority`), order and choice, ranked by numpy, since consolidation ranks thousands of
     candidates after every episode."""
-    scores = utility * access / np.maximum(tokens, 1).astype(np.float64)
+    scores = priority_columns(utility, access, tokens)
     keep = scores > 0
     ids, lengths, scores = item_ids[keep], tokens[keep], scores[keep]
     order = np.lexsort((ids, lengths, -scores))  # last key first: priority down, then tokens, then id

@@ -1,0 +1,81 @@
+"""Schema upgrades on a database that holds data: a database at the previous version is migrated in place
+and then works (retrieval, consolidation, deleting a namespace) as a fresh one does."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from kernelsage.memory_backend import migrations
+from kernelsage.memory_backend.database import open_pool
+from kernelsage.memory_backend.store import MemoryStore
+from tests.memory.helpers import seed_items, unit_vectors
+
+
+@pytest.fixture
+def empty_database(database_url: str) -> Iterator[str]:
+    """A database of its own on the session's server (migrations are per database), dropped afterwards."""
+    name = f"ks_migration_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield make_conninfo(database_url, dbname=name)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def _events(conn: psycopg.Connection, namespace_id: int) -> list[tuple[int, str]]:
+    return [(r["item_id"], r["event"]) for r in conn.execute(
+        "SELECT item_id, event FROM ks_hot_events WHERE namespace_id = %s ORDER BY hot_version, item_id",
+        (namespace_id,))]
+
+
+def test_migration_6_keeps_residency_and_history_of_a_database_with_data(empty_database: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = open_pool(empty_database)
+    try:
+        with monkeypatch.context() as old:  # the schema as the previous release left it
+            old.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:5])
+            before = MemoryStore(pool)
+            assert before.applied_migrations() == [1, 2, 3, 4, 5]
+            vectors = unit_vectors(6, seed=8)
+            kept, gone = before.open("kept", embedding_dim=16), before.open("gone", embedding_dim=16)
+            ids, other = seed_items(kept, vectors), seed_items(gone, vectors)
+            with pool.connection() as conn:  # a resident rule each, as a consolidation of that release wrote it
+                for namespace, item in ((kept, ids[0]), (gone, other[0])):
+                    conn.execute("UPDATE ks_items SET state = 'hot', rule_text = text, rule_tokens = tokens "
+                                 "WHERE id = %s", (item,))
+                    conn.execute("UPDATE ks_item_vectors SET resident = true WHERE item_id = %s", (item,))
+                    conn.execute("INSERT INTO ks_hot_events (namespace_id, hot_version, item_id, event, priority) "
+                                 "VALUES (%s, 1, %s, 'promoted', 0.5)", (namespace.info.id, item))
+                    conn.execute("UPDATE ks_namespaces SET hot_version = 1 WHERE id = %s", (namespace.info.id,))
+
+        store = MemoryStore(pool)  # opening with this release upgrades it
+        assert store.applied_migrations() == [1, 2, 3, 4, 5, 6]
+        with pool.connection() as conn:
+            flag = conn.execute("SELECT count(*) AS n FROM information_schema.columns "
+                                "WHERE table_name = 'ks_item_vectors' AND column_name = 'resident'").fetchone()
+            assert flag["n"] == 0
+            assert _events(conn, kept.info.id) == [(ids[0], "promoted")]  # history kept
+
+        memory = store.open("kept")
+        shown = memory.retrieve(vectors[0])
+        assert [s.item.id for s in shown.hot] == [ids[0]] and shown.hot_version == 1
+        assert {s.item.id for s in shown.cold} == set(ids[1:])  # the resident rule is not retrieved from cold
+
+        result = memory.consolidate()  # utility 0: the rule has no positive priority and is displaced
+        assert result.demoted == (ids[0],) and result.hot == ()
+        assert ids[0] in {s.item.id for s in memory.retrieve(vectors[0]).cold}
+        with pool.connection() as conn:
+            assert _events(conn, kept.info.id) == [(ids[0], "promoted"), (ids[0], "demoted")]
+
+        assert store.delete_namespace("gone")  # its events go with it, and only its
+        with pool.connection() as conn:
+            assert _events(conn, gone.info.id) == []
+            assert len(_events(conn, kept.info.id)) == 2
+        store.close()
+    finally:
+        pool.close()
