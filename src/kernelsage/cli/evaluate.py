@@ -128,7 +128,8 @@ def _print_human(kernels: Path, records: list[Any], speedups: dict[str, Any], su
         median = profile.candidate.median if profile and profile.candidate and r.solved else None
         table.add_row(r.task_id, "-" if r.level is None else str(r.level), r.attempts[0].status,
                       format_seconds(median) if median else "-",
-                      interval_words(speedup, "PyTorch") if speedup else "not timed (not correct)")
+                      interval_words(speedup, "PyTorch") if speedup else
+                      "not timed (the interpreter checks correctness only)" if r.solved else "not timed (not correct)")
     console.print(table)
     overall = summary.overall
     median = _overall(speedups)

@@ -304,3 +304,46 @@ def seed(
         say(f"seeded {len(ids)} knowledge items into {namespace!r}")
     else:
         say(f"{namespace!r} already holds knowledge items: nothing seeded")
+
+
+@memory_app.command("audit")
+def audit(
+    run: str = typer.Option(..., "--run", "-r", help="The run id whose adoptions to audit."),
+    run_dir: Path | None = typer.Option(None, "--run-dir", help="Where the run's records are (default: runs/<run id>)."),
+    policy: str | None = typer.Option(None, "--policy", help="Only this policy (default: every policy of the run)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Adoptions declared vs shown by the code: per policy and per item, the declared adoptions, those the
+    written code gives evidence of (names, pragmas, code fragments of the item) and the agreement rate."""
+    from kernelsage.evals.audit import audit_records, read_run_records
+
+    by_policy = read_run_records(run_dir or Path("runs") / run, run)
+    if policy is not None:
+        if policy not in by_policy:
+            raise ConfigurationError(f"run {run!r} has no records of policy {policy!r} (it has: "
+                                     f"{', '.join(by_policy)})")
+        by_policy = {policy: by_policy[policy]}
+    audits = audit_records(by_policy)
+    if as_json:
+        print_json({"run_id": run, "policies": [a.to_dict() for a in audits.values()]})
+        return
+    for found in audits.values():
+        modes = ", ".join(sorted(found.modes)) or "-"
+        table = new_table(f"{found.policy}: {found.agreement} of declared adoptions evidenced in the code "
+                          f"(ATU credited: {modes}; {found.episodes} episodes)")
+        for column in ("item", "declared", "evidenced", "agreement", "cues"):
+            table.add_column(column, no_wrap=True, justify="right")
+        table.add_column("evidence, or why none", ratio=1, min_width=20)
+        for item in sorted(found.items.values(), key=lambda i: (i.agreement.value or 0.0, i.item_id)):
+            shown = ", ".join(name for name, _ in item.matched.most_common(4))
+            why = shown if item.evidenced == item.declared else " | ".join(filter(None, [shown, item.reason]))
+            table.add_row(str(item.item_id), str(item.declared), str(item.evidenced), str(item.agreement),
+                          str(item.cues), why or "-")
+        if found.items:
+            console.print(table)
+        else:
+            say(f"{found.policy}: no adoption declared in {found.episodes} episodes")
+        if found.unaudited:
+            say(f"{found.policy}: {found.unaudited} episodes declared adoptions but carry no audit (records "
+                "written before the audit existed)")
+    say(f"an item's text: kernelsage memory show ID --run {run}" + (" --policy POLICY" if len(audits) > 1 else ""))

@@ -41,7 +41,15 @@ RunDirOption = typer.Option(None, "--run-dir", help="Where records and reports g
 ParamOption = typer.Option(
     [], "--param", "-p", envvar="KERNELSAGE_PARAMS",
     help="A memory hyperparameter NAME=VALUE, repeatable (delta, beta, gamma, eta_min, K_ado, K_op, B, mu, T, "
-         "pool_size, top_k, probes, value_alpha, value_lambda, value_epsilon); recorded with each episode.",
+         "pool_size, top_k, probes, retrieval, adoption, value_alpha, value_lambda, value_epsilon); recorded with "
+         "each episode.",
+)
+
+AdoptionOption = typer.Option(
+    None, "--adoption",
+    help="What ATU credits as adopted: declared (the model's declarations, the method's default) or audited "
+         "(only declarations the written code shows evidence of; `kernelsage memory audit` shows both). "
+         "Same as --param adoption=...; recorded with each episode.",
 )
 
 
@@ -63,7 +71,8 @@ def _stream_command(command: str, *, as_json: bool, run_id: str | None, run_dir:
 
 def _experiment(*, policies: list[str], model: str, suite: str, suite_format: str, order: str, seed: int,
                 limit: int | None, backend: str, budget: int, namespace: str, run_id: str,
-                run_dir: Path, frozen_memory: Path | None, top_k: int | None, params: list[str]):
+                run_dir: Path, frozen_memory: Path | None, top_k: int | None, params: list[str],
+                adoption: str | None = None):
     """The experiment the options describe, and its chat model; every argument that can be checked without
     loading torch, the suite or the database is checked first, so a typo is refused in a second or two."""
     from kernelsage.memory_backend.params import parse_overrides
@@ -74,6 +83,11 @@ def _experiment(*, policies: list[str], model: str, suite: str, suite_format: st
     check_order(order)
     check_frozen_memory(frozen_memory)
     overrides = parse_overrides([p for text in params for p in text.replace(",", " ").split()])
+    if adoption is not None:
+        if overrides.get("adoption", adoption) != adoption:
+            raise ConfigurationError(f"--adoption {adoption} and --param adoption={overrides['adoption']} disagree: "
+                                     "give one")
+        overrides.update(parse_overrides([f"adoption={adoption}"]))
     if "rounds" in overrides:  # T is the budget
         if budget not in (30, overrides["rounds"]):
             raise ConfigurationError(f"--budget {budget} and --param T={overrides['rounds']} disagree: give one")
@@ -222,6 +236,7 @@ def run(
     frozen_memory: Path | None = typer.Option(None, help="Transfer mode: an exported memory, read-only."),
     top_k: int | None = typer.Option(None, min=1, help="Cold items shown per round."),
     param: list[str] = ParamOption,
+    adoption: str | None = AdoptionOption,
     shape_budget: str | None = ShapeBudgetOption,
     tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
@@ -237,7 +252,7 @@ def run(
         _stream_command("run", as_json=as_json, policies=[policy], model=model, suite=suite,
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
                         budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
-                        frozen_memory=frozen_memory, top_k=top_k, params=param,
+                        frozen_memory=frozen_memory, top_k=top_k, params=param, adoption=adoption,
                         scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, eval_slots=eval_slots,
                                            max_model_calls=max_model_calls))
 
@@ -259,6 +274,7 @@ def compare(
     frozen_memory: Path | None = typer.Option(None, help="Transfer mode for every policy (read-only)."),
     top_k: int | None = typer.Option(None, min=1),
     param: list[str] = ParamOption,
+    adoption: str | None = AdoptionOption,
     shape_budget: str | None = ShapeBudgetOption,
     tolerance: str | None = ToleranceOption,
     memory_limit: int | None = MemoryLimitOption,
@@ -277,7 +293,7 @@ def compare(
         _stream_command("compare", as_json=as_json, policies=chosen, model=model, suite=suite,
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
                         budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
-                        frozen_memory=frozen_memory, top_k=top_k, params=param,
+                        frozen_memory=frozen_memory, top_k=top_k, params=param, adoption=adoption,
                         scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, eval_slots=eval_slots,
                                            max_model_calls=max_model_calls))
 

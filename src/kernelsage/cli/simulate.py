@@ -79,6 +79,9 @@ def simulate(
     from kernelsage.memory_backend.params import SageParams, parse_overrides
 
     overrides = parse_overrides([p for text in param for p in text.replace(",", " ").split()])
+    if overrides.get("adoption", "declared") != "declared":
+        raise ConfigurationError("the simulator's stand-in writes no code to audit: adoption=audited applies to "
+                                 "`run` and `compare`")
     spec = StudySpec(policies=_names(policies, "--policies"), orders=_names(orders, "--orders"), seeds=seeds,
                      episodes=episodes, first_seed=first_seed,
                      world=WorldConfig(operators_per_level=operators_per_level),

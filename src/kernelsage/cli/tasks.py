@@ -25,6 +25,7 @@ tasks_app = typer.Typer(help="Browse task suites (built-in, KernelBench, NPUKern
 SuiteOption = typer.Option("builtin", "--suite", "-s", help="'builtin' or a path to a suite file or directory.")
 FormatOption = typer.Option("auto", "--format", "-f",
                             help="auto | suite | kernelbench | multikernelbench | npukernelbench.")
+UNTIMED_WORDS = "not timed: the interpreter checks correctness only"
 
 
 @tasks_app.command("list")
@@ -42,7 +43,8 @@ def list_tasks(
     tasks = [task for task in report.tasks if level is None or task.level == level]
     if as_json:
         print_json({"tasks": [task.summary() for task in tasks],
-                    "problems": [{"path": p.path, "message": p.message} for p in report.problems]})
+                    "problems": [{"path": p.path, "message": p.message} for p in report.problems],
+                    "tracks": [track.to_dict() for track in report.tracks]})
         return
     table = Table(title=f"{len(tasks)} tasks ({suite})")
     for column in ("id", "level", "category", "cases", "description"):
@@ -52,6 +54,10 @@ def list_tasks(
         table.add_row(escape(task.id), str(task.level), escape(task.category), str(len(task.cases)),
                       escape(summary["description"]))
     console.print(table)
+    if report.tracks:
+        console.print("tracks of this checkout: " + ", ".join(
+            track.language + (f" (--backend {track.backend})" if track.backend else "") for track in report.tracks),
+            highlight=False)
     for problem in report.problems:
         err_console.print(f"[yellow]skipped:[/] {escape(problem.message)}", highlight=False)
 
@@ -138,13 +144,17 @@ def check(
     """Compile, verify and (when correct) profile one candidate, exactly as `eval` and the agent do; exit code 0
     only when it is correct (verified, and its profiled output correct)."""
     from kernelsage.tasks.loaders import find_task, load_suite
+    from kernelsage.tasks.loaders.tracks import track_for, track_note
     from kernelsage.tools import get_backend
     from kernelsage.tools.evaluator import evaluate_candidate
 
     if not source.is_file():
         raise ConfigurationError(f"{source}: no such source file")
-    task = find_task(load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id]),
-                     task_id)  # only this task is loaded and scaled
+    loaded = load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id])
+    task = find_task(loaded, task_id)  # only this task is loaded and scaled
+    note = track_note(loaded.tracks, task.origin.format if task.origin else format, backend_name)
+    if note:
+        err_console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     options: dict[str, Any] = backend_options(memory_limit, time_limit)
     if device is not None:
         if backend_name != "triton":
@@ -160,6 +170,8 @@ def check(
                                                         source.read_text()})
     report: dict[str, Any] = {
         "task": task.id, "backend": backend_name, "correct": evaluation.correct, "status": evaluation.status.value,
+        "latency": evaluation.latency, "reference_latency": evaluation.reference_latency,
+        "suite_tracks": [track.to_dict() for track in track_for(loaded.tracks, backend_name)],
         "compile": evaluation.compile.to_dict(), "verify": evaluation.verify.to_dict() if evaluation.verify else None,
         "profile": evaluation.profile.to_dict() if evaluation.profile else None,
     }
@@ -186,8 +198,8 @@ def _print_check(report: dict[str, Any], evaluation: Any) -> None:
         if not verified.correct:
             table.add_row("", escape(describe_mismatches(verified) or verified.message))
     if profiled is not None:
-        if profiled.candidate and profiled.candidate.reps == 0:  # an interpreter's profile: nothing was timed
-            table.add_row("profile", "not timed")
+        if not profiled.timed:  # an interpreter's profile: the output checked, nothing timed
+            table.add_row("profile", UNTIMED_WORDS)
         elif profiled.candidate and profiled.reference:
             table.add_row("profile", f"candidate {profiled.candidate.mean * 1e3:.3f} ms (median "
                                      f"{profiled.candidate.median * 1e3:.3f} ms, cv {profiled.candidate.cv:.1%}), "
@@ -196,6 +208,6 @@ def _print_check(report: dict[str, Any], evaluation: Any) -> None:
                                      f"{profiled.case!r} over {profiled.input_sets} input sets")
         else:
             table.add_row("profile", profiled.status.value)
-        if profiled.message:
+        if profiled.message and profiled.timed:
             table.add_row("", escape(profiled.message))
     console.print(table)

@@ -158,6 +158,7 @@ def run_metadata(experiment: Experiment, model: str, url: str, endpoint: str = "
         namespaces={p: experiment.policy_namespace(p) for p in experiment.policies},
         database=str(experiment.database) if experiment.database is not None else redact(url),
         frozen_memory=str(experiment.frozen_memory) if experiment.frozen_memory else None, notes=notes,
+        params=dict(experiment.params),
         hot_rules=earlier.hot_rules if earlier else {}, endpoint=endpoint,
     )
 

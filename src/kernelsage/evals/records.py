@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -102,6 +103,7 @@ class RunMetadata(_Record):
     namespaces: dict[str, str] = Field(default_factory=dict)  # policy -> the namespace it learned in
     database: str = ""  # where the memory is (a data directory, or a URL without its password)
     frozen_memory: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)  # the memory hyperparameters set for the run (overrides)
     notes: list[str] = Field(default_factory=list)  # shown at the top of every report of the run
     hot_rules: dict[str, list[HotRule]] = Field(default_factory=dict)  # policy -> hot memory at the end
     endpoint: str = ""  # the model's base URL, when it has one

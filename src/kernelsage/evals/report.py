@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelsage.evals.audit import audit_records
 from kernelsage.evals.metrics import (
     ComparisonRow,
     Metrics,
@@ -44,6 +45,9 @@ DEFINITIONS = [
     "Rounds by status: every round, by the backend's verdict or by why it produced nothing to evaluate "
     "(parse_error, truncated, adoption_unresolved, model_error; see graph.records.ROUND_FAILURES); "
     "failed episodes stopped before their budget (the reason is in each record's failure).",
+    "Adoption audit: for each item the model declared adopted in an episode, whether the code of a round that "
+    "declared it shows a new cue of the item (a name, pragma, code fragment or the direction of its diff); "
+    "agreement = evidenced / declared. ATU credited 'declared' (the method) or 'audited' (evidenced only).",
 ]
 # Statuses of rounds that never reached the backend, always shown so that zero is visible too.
 ROUND_FAILURE_COLUMNS = ("parse_error", "truncated", "adoption_unresolved", "model_error")
@@ -149,7 +153,8 @@ def write_report(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = compare(records_by_policy)
-    tables: list[_Table | _List] = [*_tables(rows), *_operator_tables(records_by_policy)]
+    tables: list[_Table | _List] = [*_tables(rows), *_audit_table(records_by_policy),
+                                    *_operator_tables(records_by_policy)]
     tables += _hot_rule_lists(records_by_policy, hot_rules)
     replayed = replay_note(records_by_policy)
     if replayed and not any("replayed from a recording" in note for note in notes):
@@ -194,6 +199,19 @@ def _tables(rows: Sequence[ComparisonRow]) -> list[_Table]:
     ))
     tables.append(_status_table(rows))
     return tables
+
+
+def _audit_table(records_by_policy: Mapping[str, Sequence[EpisodeRecord]]) -> list[_Table]:
+    """Per policy: adoptions declared, those the code showed, the agreement rate (none without audits)."""
+    audits = [a for a in audit_records(records_by_policy).values() if a.declared or a.unaudited]
+    if not audits:
+        return []
+    return [_Table(
+        "Adoption audit (declared adoptions the written code shows; kernelsage memory audit --run ID per item)",
+        ["Policy", "ATU credited", "Declared adoptions", "Evidenced in the code", "Agreement", "Episodes not audited"],
+        [[a.policy, ", ".join(sorted(a.modes)) or "-", str(a.declared), str(a.evidenced), str(a.agreement),
+          str(a.unaudited)] for a in audits],
+    )]
 
 
 def _operator_tables(records_by_policy: Mapping[str, Sequence[EpisodeRecord]]) -> list[_Table]:

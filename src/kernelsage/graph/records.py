@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from kernelsage.graph.adoption_audit import AdoptionCheck
 from kernelsage.memory_backend.items import ConsolidationResult
 from kernelsage.memory_backend.records import Stage, Tier
 from kernelsage.parsing import AdoptionRecord
@@ -97,8 +98,13 @@ class Attempt(_Record):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def latency(self) -> float | None:
-        """Seconds per run of the candidate on the performance case, when correct."""
+        """Seconds per run of the candidate on the performance case, when correct and timed."""
         return self.evaluation.latency if self.evaluation else None
+
+    @property
+    def untimed(self) -> bool:
+        """Profiled on a device that does not time (an interpreter): correct or not, no latency."""
+        return self.evaluation is not None and self.evaluation.untimed
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -149,9 +155,10 @@ class EpisodeOutcome(_Record):
     def of(cls, *, task_id: str, episode_id: str, level: int | None, rounds: int,
            attempts: list[Attempt], failure: str | None = None) -> EpisodeOutcome:
         """The outcome of these attempts: the first correct one and the best, where a later kernel replaces
-        the best only when it is faster beyond the measured noise (`best_of`)."""
+        the best only when it is faster beyond the measured noise (`best_of`). A correct kernel that was not
+        timed (an interpreter) solves the episode with no times and no speedups."""
         evaluated = [a for a in attempts if a.evaluated]
-        correct = [a for a in evaluated if a.correct and a.latency is not None]
+        correct = [a for a in evaluated if a.correct]
         first = correct[0] if correct else None
         best = best_of(correct)
         t_first = first.latency if first else None
@@ -189,3 +196,5 @@ class MemoryUpdate(_Record):
     credits: dict[int, float] = Field(default_factory=dict)
     new_items: list[int] = Field(default_factory=list)
     consolidation: ConsolidationResult | None = None
+    adoption: str = "declared"  # what the credit counted as adopted: "declared", or "audited" (evidenced only)
+    audit: list[AdoptionCheck] = Field(default_factory=list)  # each item declared adopted, checked against the code

@@ -45,10 +45,12 @@ def route_after_gate(state: EpisodeState) -> Literal["evaluate", "retrieve", "fi
 
 
 def route_after_evaluate(state: EpisodeState) -> Literal["finish", "diagnostician", "retrieve"]:
-    """Spent budget or early stop ends the episode; a failure is diagnosed; success is refined."""
+    """Spent budget or early stop ends the episode; a failure is diagnosed; success is refined. A correct
+    kernel that was not timed (an interpreter) also ends it: it is neither slow nor fast, and no refinement
+    could be told better or worse without a clock."""
     if budget_spent(state):
         return "finish"
     last = attempts(state)[-1]
     if last.correct:
-        return "finish" if reached_early_stop(state) else "retrieve"
+        return "finish" if reached_early_stop(state) or last.untimed else "retrieve"
     return "diagnostician"

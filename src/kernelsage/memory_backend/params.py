@@ -10,6 +10,7 @@ from kernelsage.errors import ConfigurationError
 # The namespace the CLI and the graph use unless told otherwise: backend / kernel language / project.
 DEFAULT_NAMESPACE = "cpu/cpp/default"
 RETRIEVALS = ("vector", "hybrid")  # how the relevance pool is taken (SageParams.retrieval)
+ADOPTIONS = ("declared", "audited")  # what ATU counts as adopted (SageParams.adoption)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +27,10 @@ class SageParams:
     beta: float = 0.2  # credit of a shown but not adopted item is -beta
     gamma: float = 0.3  # rerank weight of utility: score = relevance + gamma * u
     eta_min: float = 0.05  # floor of the utility step size
+    # What counts as adopted (METHOD §3): "declared", the model's declarations (the method); "audited", only
+    # declarations the written code shows evidence of (kernelsage.graph.adoption_audit, applied by the curator;
+    # an unevidenced declaration is credited as shown but not adopted). docs/memory.md "The adoption audit".
+    adoption: str = "declared"
     # UGC (METHOD §5)
     k_ado: int = 3  # adoptions needed before an item can become a rule
     k_op: int = 3  # distinct adopting operators needed
@@ -67,6 +72,8 @@ class SageParams:
                 problems.append(f"{name}={getattr(self, name)} must be at least 1")
         if self.retrieval not in RETRIEVALS:
             problems.append(f"retrieval={self.retrieval!r} must be one of {', '.join(RETRIEVALS)}")
+        if self.adoption not in ADOPTIONS:
+            problems.append(f"adoption={self.adoption!r} must be one of {', '.join(ADOPTIONS)}")
         if self.rrf_k < 1:
             problems.append(f"rrf_k={self.rrf_k} must be at least 1")
         if self.probes < 0:

@@ -25,10 +25,12 @@ def _evaluate(backend: KernelBackend, task: Task, files: dict[str, str]) -> Eval
     if not verified.correct:
         return Evaluation(status=verified.status, compile=compiled, verify=verified)
     profiled = backend.profile(compiled.artifact, task)
-    correct = bool(profiled.ok and profiled.output_correct and profiled.candidate and profiled.reference)
+    timings = profiled.candidate is not None and profiled.reference is not None
+    # an untimed profile (an interpreter) checks the output only: correct without latencies
+    correct = bool(profiled.ok and profiled.output_correct and (timings or not profiled.timed))
     return Evaluation(
         status=profiled.status, compile=compiled, verify=verified, profile=profiled, correct=correct,
         # medians: a kernel fast on a minority of calls (through state it kept, say) moves the mean, not the median
-        latency=profiled.candidate.median if correct and profiled.candidate else None,
-        reference_latency=profiled.reference.median if correct and profiled.reference else None,
+        latency=profiled.candidate.median if correct and profiled.timed and profiled.candidate else None,
+        reference_latency=profiled.reference.median if correct and profiled.timed and profiled.reference else None,
     )

@@ -151,12 +151,16 @@ class Timing(Record):
 
 
 class ProfileResult(Record):
+    """The performance case: both sides timed, or (`timed` False: an interpreter) only the output checked, with
+    no timing and no speedup at all."""
+
     status: Status
     ok: bool
     case: str = ""
     candidate: Timing | None = None
     reference: Timing | None = None
-    speedup: float = 0.0  # reference mean / candidate mean (METHOD §8 reports means)
+    speedup: float | None = 0.0  # reference mean / candidate mean (METHOD §8 reports means); None: not timed
+    timed: bool = True  # False: the device cannot time (the triton interpreter); candidate/reference/speedup None
     output_correct: bool = False  # the candidate's output on the performance case matched the reference
     threads: int = 0
     seconds: float = 0.0
@@ -174,7 +178,8 @@ class Evaluation(Record):
 
     `correct` means verified on every case and profiled with a matching output; latencies are the
     profile's medians in seconds per run (the profile keeps the means too): a kernel that is fast on a minority
-    of its calls moves a mean, not a median.
+    of its calls moves a mean, not a median. An untimed profile (an interpreter) leaves both latencies None
+    even when the kernel is correct (`untimed` tells the two apart).
     """
 
     status: Status
@@ -188,3 +193,8 @@ class Evaluation(Record):
     @property
     def compiled(self) -> bool:
         return self.compile.ok
+
+    @property
+    def untimed(self) -> bool:
+        """Profiled on a device that does not time (an interpreter): correct or not, no latency."""
+        return self.profile is not None and not self.profile.timed

@@ -20,21 +20,33 @@ REPO = HERE.parents[2]
 KERNELSAGE = Path(sys.executable).with_name("kernelsage")
 
 
-def check(source: Path) -> tuple[int, dict]:
-    completed = subprocess.run(
+def run_check(source: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(KERNELSAGE), "check", "--backend", "triton", "--device", "interpret", "--task", "l1_relu",
-         "--source", str(source), "--json"], capture_output=True, text=True, timeout=600, check=False)
+         "--source", str(source), *options], capture_output=True, text=True, timeout=600, check=False)
+
+
+def check(source: Path) -> tuple[int, dict]:
+    completed = run_check(source, "--json")
     return completed.returncode, json.loads(completed.stdout)
 
 
-def test_check_accepts_a_correct_relu_and_gives_it_no_speed_credit() -> None:
+def test_check_accepts_a_correct_relu_and_gives_it_no_time_and_no_speed_credit() -> None:
     code, report = check(HERE / "kernels" / "relu.py")
     assert (code, report["status"], report["correct"]) == (0, "ok", True), report
+    assert report["latency"] is None and report["reference_latency"] is None
     profile = report["profile"]
-    assert profile["candidate"]["reps"] == 0 and profile["speedup"] == 1.0
-    assert profile["candidate"]["median"] == profile["reference"]["median"]
-    assert profile["candidate"]["ci_low"] == 0.0  # no interval: never counted faster (docs/timing.md)
+    assert profile["timed"] is False and profile["speedup"] is None
+    assert profile["candidate"] is None and profile["reference"] is None
     assert "not timed" in profile["message"]
+
+
+def test_check_says_the_interpreter_does_not_time_and_prints_no_time() -> None:
+    completed = run_check(HERE / "kernels" / "relu.py")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    text = " ".join(completed.stdout.split())  # the table may wrap
+    assert "not timed: the interpreter checks correctness only" in text
+    assert " ms" not in text and "speedup" not in text
 
 
 def test_check_refuses_torch_relu_before_running_it() -> None:
@@ -80,7 +92,8 @@ def test_devices_are_named_and_explained() -> None:
 
 def test_an_untimed_profile_says_so(l1_relu) -> None:
     profile = untimed_profile(l1_relu)
-    assert profile.ok and profile.output_correct and profile.speedup == 1.0 and "not timed" in profile.message
+    assert profile.ok and profile.output_correct and "not timed" in profile.message
+    assert not profile.timed and profile.speedup is None and profile.candidate is None and profile.reference is None
 
 
 def test_what_runs_is_what_compile_checked(triton_backend, l1_relu, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from kernelsage.errors import ModelCallError
+from kernelsage.graph.nodes.adoption_check import audited_trace, check_adoptions
 from kernelsage.graph.nodes.bounds import (
     MAX_DIFF_CHARS,
     MAX_LESSON_CHARS,
@@ -34,20 +35,27 @@ from kernelsage.memory_backend.records import EpisodeTrace, RoundOutcome
 from kernelsage.models.factory import model_name
 
 MAX_DIFF_LINES = 40
+UNTIMED_UNIT = 1.0  # T_first = T_best of an untimed solved episode in the memory's trace: a ratio of 1, no time
 log = logging.getLogger(__name__)
 
 
 def episode_trace(state: EpisodeState, policy: str, model: str) -> EpisodeTrace:
-    """The memory's view of the episode: every adoption record and every evaluated round's outcome."""
+    """The memory's view of the episode: every adoption record and every evaluated round's outcome.
+
+    The memory reads a solved episode from its T_first and credits speed by T_best / T_first. A kernel that
+    was correct but not timed (an interpreter) is solved with no speed to credit: both are UNTIMED_UNIT, so
+    z = 0 (correctness credit only), and its rounds carry no latency; metadata says "timed": false."""
     first, best = first_correct(state), best_attempt(state)
+    untimed = first is not None and first.untimed
     return EpisodeTrace(
         episode_id=str(state["episode_id"]), operator=state.get("operator", state["task_id"]),
         level=state.get("level"), policy=policy,
-        t_first=first.latency if first else None, t_best=best.latency if best else None,
+        t_first=UNTIMED_UNIT if untimed else first.latency if first else None,
+        t_best=UNTIMED_UNIT if untimed else best.latency if best else None,
         hot_version_seen=state.get("hot_version"), exposures=tuple(exposures(state)),
         rounds=tuple(RoundOutcome(round=a.round, stage=a.stage, compiled=a.compiled, correct=a.correct,
                                   latency=a.latency) for a in attempts(state) if a.evaluated),
-        metadata={"task_id": state["task_id"], "model": model},
+        metadata={"task_id": state["task_id"], "model": model, **({"timed": False} if untimed else {})},
     )
 
 
@@ -143,10 +151,15 @@ def make_curator_node(resources: AgentResources) -> Callable[..., dict[str, Any]
     def curator(state: EpisodeState, runtime: Runtime[Any]) -> dict[str, Any]:
         settings = resources.settings(runtime)
         memory = resources.memory(settings)
-        if memory is None or memory.read_only:
+        if memory is None:
             return {"memory_update": as_state(MemoryUpdate(policy=settings.policy))}
         task = resources.tasks(state["task_id"])
+        audit = check_adoptions(state, memory, task, resources.backend.name)  # kept whatever is credited
+        if memory.read_only:
+            return {"memory_update": as_state(MemoryUpdate(policy=settings.policy, audit=audit))}
         trace = episode_trace(state, memory.policy.name, model_name(resources.models.for_role("generator")))
+        if memory.params.adoption == "audited":  # credit only the adoptions the code shows
+            trace = audited_trace(trace, audit)
         lessons = extract_experiences(state, resources, task.category) if memory.policy.learns else []
         committed = memory.commit_episode(trace, new_items=lessons)
         consolidation = None
@@ -154,7 +167,8 @@ def make_curator_node(resources: AgentResources) -> Callable[..., dict[str, Any]
             consolidation = memory.consolidate(abstract_rule=make_rule_abstractor(resources, state))
         update = MemoryUpdate(updated=committed.applied, policy=memory.policy.name,
                               terminal_score=committed.terminal_score, credits=committed.credits,
-                              new_items=committed.new_item_ids, consolidation=consolidation)
+                              new_items=committed.new_item_ids, consolidation=consolidation,
+                              adoption=memory.params.adoption, audit=audit)
         return {"memory_update": as_state(update)}
 
     return curator

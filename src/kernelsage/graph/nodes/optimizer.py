@@ -17,6 +17,8 @@ def profile_summary(profile: ProfileResult | None) -> str:
     """The timing figures the optimizer needs (machine details such as thread counts stay out)."""
     if profile is None:
         return "no profile"
+    if not profile.timed:
+        return f"performance case {profile.case or '?'}: not timed (an interpreter checks correctness only)"
     lines = [f"performance case {profile.case or '?'}"]
     for side, timing in (("candidate", profile.candidate), ("reference", profile.reference)):
         if timing is not None:

@@ -1,5 +1,6 @@
 """Load task suites: our own format, KernelBench and MultiKernelBench files, NPUKernelBench folders, each as
-its repository lays it out (at the repository root or any folder below)."""
+its repository lays it out (at the repository root or any folder below), with the kernel-language tracks
+(Triton's among them) that a KernelBench or MultiKernelBench checkout declares (tracks.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kernelsage.tasks.loaders.kernelbench import (
 )
 from kernelsage.tasks.loaders.npukernelbench import load_npu_dir, load_npu_task, npu_identity, task_folders
 from kernelsage.tasks.loaders.suite import load_suite_dir, load_suite_file
+from kernelsage.tasks.loaders.tracks import Track, suite_tracks
 from kernelsage.tasks.model import Task, TaskOrigin, with_tolerance
 from kernelsage.tasks.suites import BUILTIN_SUITE
 from kernelsage.tasks.tolerance import Tolerance, run_tolerance
@@ -24,7 +26,7 @@ from kernelsage.tasks.tolerance import Tolerance, run_tolerance
 SHAPE_BUDGET_ENV = "KERNELSAGE_SHAPE_BUDGET"
 FORMATS = ("auto", "suite", "kernelbench", "multikernelbench", "npukernelbench")
 
-__all__ = ["FORMATS", "LoadProblem", "LoadReport", "detect_format", "find_task", "load_suite", "load_task"]
+__all__ = ["FORMATS", "LoadProblem", "LoadReport", "Track", "detect_format", "find_task", "load_suite", "load_task"]
 
 
 def resolve_source(source: str | Path) -> Path:
@@ -96,6 +98,7 @@ def load_suite(source: str | Path = "builtin", format: str = "auto", *, shape_bu
     chosen = detect_format(root) if format == "auto" else format
     wanted = None if task_ids is None else frozenset(task_ids)
     report = _load(root, chosen, wanted)
+    report.tracks = suite_tracks(root, chosen)
     if not report.tasks and not (wanted and report.ids):
         problems = "; ".join(f"{p.path}: {p.message}" for p in report.problems[:3])
         raise TaskLoadError(f"{root}: no task loaded as {chosen}" + (f" ({problems})" if problems else

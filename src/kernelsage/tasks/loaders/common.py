@@ -15,6 +15,7 @@ from types import ModuleType
 import torch
 
 from kernelsage.errors import TaskLoadError
+from kernelsage.tasks.loaders.tracks import Track
 from kernelsage.tasks.model import Task
 
 
@@ -36,6 +37,7 @@ class LoadReport:
     tasks: list[Task] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)  # every task id of the suite, where only some were loaded
+    tracks: list[Track] = field(default_factory=list)  # the kernel languages the suite's checkout declares
 
     def get(self, task_id: str) -> Task | None:
         return next((task for task in self.tasks if task.id == task_id), None)

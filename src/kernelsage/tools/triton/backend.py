@@ -5,7 +5,7 @@
 build cache; Triton itself compiles when the runner first launches a kernel, so its errors come back from
 verify. Verify and (on a GPU or NPU) profile are decided by a trusted judge in a job of a warm sandbox worker;
 the candidate runs in a sandboxed Python runner it starts (judge.py, runner.py). Interpreted code is never
-timed: its profile says so and carries the same nominal time on both sides, so no speed credit is given.
+timed: its profile says so and carries no timing and no speedup, so no speed credit is given.
 """
 
 from __future__ import annotations
@@ -42,16 +42,14 @@ from kernelsage.tools.triton.devices import choose_device, device_status
 from kernelsage.tools.triton.source_check import FILE, check_source
 
 JOBS = "kernelsage.tools.triton.jobs"
-NOMINAL_SECONDS = 1.0  # the time an untimed (interpreted) profile gives both sides: a ratio of exactly 1
-UNTIMED = ("interpreted (TRITON_INTERPRET=1): correctness only. The kernel was not timed and the performance case "
-           "was not run; both sides carry the same nominal time, so no speed credit is given")
+UNTIMED = ("not timed: the interpreter (TRITON_INTERPRET=1) checks correctness only. The performance case was not "
+           "run and the kernel carries no time and no speedup, so no speed credit is given")
 
 
 def untimed_profile(task: Task) -> ProfileResult:
-    """What a profile on the interpreter says: verified, not timed, no speed credit."""
-    nominal = Timing(mean=NOMINAL_SECONDS, median=NOMINAL_SECONDS, cv=0.0, minimum=NOMINAL_SECONDS, warmup=0, reps=0)
-    return ProfileResult(status=Status.OK, ok=True, case=task.perf_case.name, candidate=nominal, reference=nominal,
-                         speedup=1.0, output_correct=True, message=UNTIMED, contents="not timed (interpreter)")
+    """What a profile on the interpreter says: verified, not timed (no timings, no speedup), no speed credit."""
+    return ProfileResult(status=Status.OK, ok=True, case=task.perf_case.name, timed=False, speedup=None,
+                         output_correct=True, message=UNTIMED, contents="not timed (interpreter)")
 
 
 class TritonBackend(IsolatedBackend):
