@@ -79,6 +79,7 @@ def test_the_reference_kernels_pass_under_the_interpreter() -> None:
     assert len(results) >= 15
     assert {r["task"][:2] for r in results} == {"l1", "l2", "l3"}
     assert [r for r in results if r["status"] != "ok" or r["problems"] or r["refused"]] == []
+    assert all(r["filtered"] for r in results)  # under the runner's seccomp filter
 
 
 def test_devices_are_named_and_explained() -> None:

@@ -1,11 +1,12 @@
 """The triton backend on a real CUDA GPU (skipped without one; scripts/validate_gpu.sh runs it on a GPU host):
-a correct ReLU verified and timed by the judge's clock, a missed element refused."""
+a correct ReLU verified and timed by the judge's clock (triton's assembler running under the runner's seccomp
+filter), a missed element refused, and the filter's attacks that the cuda policy still refuses."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from tests.tools.triton.conftest import HERE
+from tests.tools.triton.conftest import HERE, unchecked_artifact
 
 from kernelsage.tools.results import Candidate, Status
 from kernelsage.tools.sandbox import Limits
@@ -42,3 +43,15 @@ def test_a_missed_element_is_refused_on_the_gpu(cuda_backend, l1_relu) -> None:
     compiled = cuda_backend.compile(Candidate(task_id="l1_relu", files={"kernel.py": source}))
     verified = cuda_backend.verify(compiled.artifact, l1_relu)
     assert verified.status is Status.PARTIAL_WRITE
+
+
+@pytest.mark.parametrize(("attack", "marker", "value"), [
+    ("host_kill_parent.py", None, None), ("host_ctypes_syscall.py", "@CALL@", "socket"),
+    ("host_ctypes_syscall.py", "@CALL@", "unshare_user"), ("host_ctypes_syscall.py", "@CALL@", "ptrace_parent")])
+def test_the_seccomp_filter_refuses_on_the_gpu(cuda_backend, l1_relu, tmp_path, attack, marker, value) -> None:
+    """On cuda the filter lets triton run ptxas (fork, exec) but refuses the rest as on the interpreter."""
+    source = (HERE / "attacks" / attack).read_text()
+    if marker:
+        source = source.replace(marker, value)
+    verified = cuda_backend.verify(unchecked_artifact(source, tmp_path), l1_relu)
+    assert verified.status is Status.RUNTIME_ERROR and "Operation not permitted" in verified.message, verified.message

@@ -1,6 +1,8 @@
 """Run every shipped Triton reference kernel under the interpreter on its task's test cases, in this one process
 (a runner per kernel would start torch and triton 17 times), with the sandbox's guard: the reduced builtins and
-the dispatch mode that refuses borrowed compute. Prints one JSON line per kernel. Run with TRITON_INTERPRET=1."""
+the dispatch mode that refuses borrowed compute, and under the runner's seccomp filter for the interpreter
+(installed once the tasks are loaded, before the first kernel is read). Prints one JSON line per kernel. Run
+with TRITON_INTERPRET=1."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import types
 from importlib import resources
 
 import torch
+import triton.runtime.interpreter  # noqa: F401  (loaded before the filter, as the runner does)
 
 from kernelsage.tasks.loaders import find_task, load_suite
 from kernelsage.tools.compare import classify, compare_output, poison
 from kernelsage.tools.cpu.judge import dtype_name
 from kernelsage.tools.triton.sandbox.guard import Refusals, compute_guard, safe_builtins
+from kernelsage.tools.triton.sandbox.syscall_filter import install as install_syscall_filter
 from kernelsage.tools.triton.source_check import check_source
 
 
@@ -32,6 +36,9 @@ def main() -> None:
     folder = resources.files("kernelsage.tools.triton.examples")
     names = sorted(f.name[:-3] for f in folder.iterdir() if f.name.endswith(".py") and f.name[0] != "_")
     report = load_suite("builtin", "auto", task_ids=names)
+    install_syscall_filter("interpret")
+    with open("/proc/self/status", encoding="ascii") as status_file:
+        filtered = any(line.split() == ["Seccomp:", "2"] for line in status_file)  # 2: a filter is installed
     for name in names:
         source = folder.joinpath(f"{name}.py").read_text(encoding="utf-8")
         problems = [p.message for p in check_source(source)]
@@ -55,7 +62,8 @@ def main() -> None:
                 if verdict.value != "ok":
                     status = f"{verdict.value} in case {case.name}"
                     break
-        print(json.dumps({"task": name, "problems": problems, "status": status, "refused": refused}), flush=True)
+        print(json.dumps({"task": name, "problems": problems, "status": status, "refused": refused,
+                          "filtered": filtered}), flush=True)
 
 
 if __name__ == "__main__":

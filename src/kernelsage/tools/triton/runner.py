@@ -38,10 +38,10 @@ OUT_OF_MEMORY_WORDS = ("MemoryError", "out of memory", "Cannot allocate memory")
 
 
 def sandbox_files(kernel_source: str) -> dict[str, bytes]:
-    """The files of /ks: the runner, its guard (trusted, from this package) and the candidate."""
+    """The files of /ks: the runner, its guard and syscall filter (trusted, from this package) and the candidate."""
     package = resources.files("kernelsage.tools.triton.sandbox")
-    return {"runner.py": package.joinpath("runner.py").read_bytes(),
-            "guard.py": package.joinpath("guard.py").read_bytes(), "kernel.py": kernel_source.encode()}
+    trusted = {name: package.joinpath(name).read_bytes() for name in ("runner.py", "guard.py", "syscall_filter.py")}
+    return {**trusted, "kernel.py": kernel_source.encode()}
 
 
 class PyRunner:

@@ -39,10 +39,13 @@ def leaks():
         found.append("writable packages")
     except real["OSError"]:
         pass
-    shown = subprocess.run(["/bin/sh", "-c", f"cat {SECRET_FILE} /work/main/.git/HEAD 2>/dev/null"],
-                           capture_output=True, text=True)
-    if shown.stdout.strip():
-        found.append("host files through a shell")
+    try:  # the seccomp filter refuses the fork (tests/tools/triton/attacks/host_*.py test it alone)
+        shown = subprocess.run(["/bin/sh", "-c", f"cat {SECRET_FILE} /work/main/.git/HEAD 2>/dev/null"],
+                               capture_output=True, text=True)
+        if shown.stdout.strip():
+            found.append("host files through a shell")
+    except real["OSError"]:
+        pass
     print("kernelsage-attack found:", found, flush=True)
     return found
 

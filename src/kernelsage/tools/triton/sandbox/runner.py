@@ -1,10 +1,14 @@
 """The candidate's process: a Python runner inside the sandbox that loads kernel.py and calls ks_kernel.
 
-Standalone (stdlib, torch, triton; torch_npu on npu, imported only there): the judge copies this file and
-guard.py into the sandbox as /ks/runner.py and /ks/guard.py, and the candidate as /ks/kernel.py. It is started
+Standalone (stdlib, torch, triton; torch_npu on npu, imported only there): the judge copies this file,
+guard.py and syscall_filter.py into the sandbox under /ks, and the candidate as /ks/kernel.py. It is started
 as `python -I /ks/runner.py DEVICE IN_FD IN_SIZE OUT_FD OUT_SIZE REQ_FD REPLY_FD`. The tensors live in two
 memfds the judge made: inputs mapped read-only here (a write faults), outputs read-write and poisoned by the
 judge. Requests and replies are JSON lines on their own pipes; every reply echoes its request's nonce.
+
+Before it says hello it imports torch, triton and the interpreter, makes the device's context, and installs
+its seccomp filter (syscall_filter.py): the candidate's file is read only on the judge's "load" request, so
+every line of it runs under the filter.
 
 Nothing this process says is trusted once kernel.py is loaded: the judge keeps the clock, the reference and
 the verdicts, and treats every reply but the expected success as the candidate's failure.
@@ -24,7 +28,10 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))  # /ks in the sandbox
 sys.path.insert(0, HERE)
 import torch  # noqa: E402
+import triton  # noqa: E402  (loaded before the filter; the candidate's imports find it loaded)
+import triton.language  # noqa: E402,F401
 from guard import Refusals, compute_guard, safe_builtins  # noqa: E402
+from syscall_filter import install as install_syscall_filter  # noqa: E402
 
 KERNEL_FILE = os.path.join(HERE, "kernel.py")
 ERROR_CHARS = 3000
@@ -64,6 +71,17 @@ class Device:
         self.module.synchronize()
         for device_tensor, host in zip(staged, outputs, strict=True):
             host.copy_(device_tensor)
+
+
+def prepare_triton(device: str) -> None:
+    """Load the parts of triton the candidate's kernels will use, while the process may still do anything."""
+    if device == "interpret":
+        import triton.runtime.interpreter  # noqa: F401  (what @triton.jit runs under TRITON_INTERPRET=1)
+        return
+    # The driver is made on first use: find the device and its target now (libraries, /sbin/ldconfig -p).
+    from triton.runtime import driver
+
+    driver.active.get_current_target()
 
 
 def view(mapping: Any, place: dict[str, Any]) -> torch.Tensor:
@@ -151,6 +169,12 @@ def main(argv: list[str]) -> None:
     os.dup2(devnull, 0)
     os.dup2(2, 1)  # the candidate's prints go to the log, never onto the reply pipe
     runner = Runner(device, int(in_fd), int(in_size), int(out_fd), int(out_size))
+    prepare_triton(device)
+    try:
+        install_syscall_filter(device)
+    except OSError as error:  # never run the candidate without it
+        sys.stderr.write(f"kernelsage runner: {error}\n")
+        sys.exit(70)
     requests = os.fdopen(int(req_fd), "r", encoding="utf-8")
     replies = os.fdopen(int(reply_fd), "w", encoding="utf-8")
     replies.write(json.dumps({"hello": True}) + "\n")
