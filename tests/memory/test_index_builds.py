@@ -98,6 +98,7 @@ def test_what_an_aborted_build_leaves_is_removed(store: MemoryStore, namespace: 
         assert _index_rows(conn, ns) == [(q.vector_index_name(ns, 1), True), (q.vector_index_name(ns, 3), True),
                                          (q.vector_index_name(ns, 7), False)]
         assert vector_index.current_lists(conn, ns) == 3
+        conn.autocommit = False  # back to the pool as it came: the next user may be _abort_a_build's writer
     # Nothing about the size calls for a build; the leftovers alone are removed, the largest valid one kept.
     assert vector_index.maintain(store.pool, memory.info) is None
     with store.pool.connection() as conn:
@@ -143,3 +144,26 @@ def test_closing_gives_up_a_build_still_waiting_for_its_turn(store: MemoryStore,
         finally:
             other.execute(q.VECTOR_INDEX_UNLOCK, (q.INDEX_LOCK_CLASS, q.INDEX_LOCK_ALL))
             other.autocommit = False
+
+
+def test_a_write_too_small_to_call_for_a_build_is_not_checked(store: MemoryStore, namespace: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = store.open(namespace, embedding_dim=16)
+    store.index_builds.wait()  # opening checks: the store now knows the namespace's size
+    checked: list[int] = []
+    real = vector_index.maintain
+
+    def maintain(pool, info, **kwargs):  # type: ignore[no-untyped-def]
+        checked.append(info.id)
+        return real(pool, info, **kwargs)
+
+    monkeypatch.setattr(vector_index, "maintain", maintain)
+    seed_items(memory, unit_vectors(10, seed=16))  # 10 rows: one list is still right, no count asked for
+    store.index_builds.wait()
+    assert checked == []
+    store.index_builds.request(memory.info, added=vector_index.EXACT_BELOW)  # past exact search by its count
+    store.index_builds.wait()
+    assert checked == [memory.info.id]  # checked (10 rows in truth: no build), and counted again
+    store.index_builds.request(memory.info, added=1)
+    store.index_builds.wait()
+    assert checked == [memory.info.id]

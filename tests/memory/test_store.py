@@ -87,6 +87,7 @@ def test_commit_applies_the_formulas_and_is_idempotent(store: MemoryStore, names
     assert [memory.get_item(i) for i in ids] == before
     audit = memory.episode_credits("e1")
     assert audit[ids[2]] == pytest.approx((-0.2, 0.0, -0.2))
+    assert result.stored_credits == audit and again.stored_credits == audit  # exactly what the audit reads back
     assert memory.stats()["episodes"] == 1
 
 
@@ -192,11 +193,12 @@ def test_a_stored_episode_replays_to_the_credits_it_applied(store: MemoryStore, 
                 RoundOutcome(round=2, stage="refine", compiled=True, correct=True, latency=2.0)),
         metadata={"model": "scripted"},
     )
-    commit(memory, recorded)
+    committed = commit(memory, recorded)
     loaded = memory.load_episode("e2")
     assert loaded == replace(recorded, policy="sage")
     # The audit: replaying the stored record from the stored "before" statistics gives the stored credits.
     stored = memory.episode_credits("e2")
+    assert committed.stored_credits == stored
     before = {i: ItemStats(item_id=i, utility=stored[i][1], n_ret=1 if i == ids[0] else 0) for i in stored}
     replayed = memory.policy.apply_episode(loaded, before, memory.params)
     assert replayed.credits == pytest.approx({i: c for i, (c, _, _) in stored.items()})

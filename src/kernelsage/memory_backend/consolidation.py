@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool
 from kernelsage.memory_backend import candidates, item_rows, ugc
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.candidates import CandidateCache, CandidateCaches
-from kernelsage.memory_backend.database import run_transaction
+from kernelsage.memory_backend.database import autocommit, run_transaction
 from kernelsage.memory_backend.items import ConsolidationResult, MemoryItem, NamespaceInfo
 from kernelsage.memory_backend.namespaces import counters
 from kernelsage.memory_backend.params import SageParams
@@ -52,13 +52,13 @@ def consolidate(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy,
     def run(rules: dict[int, tuple[str, int]]) -> ConsolidationResult | list[int]:
         cached = caches.get(info.id)
         caches.put(info.id, None)  # until this pass has committed: a rolled-back pass leaves no cache behind
-        outcome, cache = run_transaction(pool, lambda conn: _pass(conn, info, policy, params, rules, seed, cached))
+        outcome, cache = run_transaction(pool, lambda conn: _pass(conn, info, policy, params, rules, seed, cached),
+                                         pipeline=True)  # its writes travel with the next read or the COMMIT
         caches.put(info.id, cache)
         return outcome
 
-    with pool.connection() as lock_conn:
+    with pool.connection() as lock_conn, autocommit(lock_conn):  # lock and unlock: one statement each
         lock_conn.execute(q.CONSOLIDATION_LOCK, (q.LOCK_CLASS, info.id))
-        lock_conn.commit()
         try:
             first = run({})
             if isinstance(first, ConsolidationResult):
@@ -69,7 +69,6 @@ def consolidate(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy,
             return second
         finally:
             lock_conn.execute(q.CONSOLIDATION_UNLOCK, (q.LOCK_CLASS, info.id))
-            lock_conn.commit()
 
 
 def _pass(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,

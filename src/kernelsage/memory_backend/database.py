@@ -6,7 +6,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TypeVar
 
@@ -112,6 +112,21 @@ def open_pool(url: str, *, max_size: int = 4) -> ConnectionPool:
 
 
 @contextmanager
+def autocommit(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """A pooled connection in autocommit mode for the block (each statement one round trip, no BEGIN or
+    COMMIT around it), set back before it returns to the pool (closed, which the pool discards, when it
+    cannot be)."""
+    conn.autocommit = True
+    try:
+        yield conn
+    finally:
+        try:
+            conn.autocommit = False
+        except psycopg.Error:
+            conn.close()
+
+
+@contextmanager
 def transaction(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
     """A connection of the pool inside one transaction: committed when the block ends, rolled back on error."""
     with pool.connection() as conn, conn.transaction():
@@ -119,19 +134,21 @@ def transaction(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
 
 
 def run_transaction(pool: ConnectionPool, work: Callable[[psycopg.Connection], T], *, snapshot: bool = False,
-                    attempts: int = TRANSACTION_ATTEMPTS) -> T:
+                    pipeline: bool = False, attempts: int = TRANSACTION_ATTEMPTS) -> T:
     """`work(conn)` inside one transaction, re-run from the start (a bounded number of times, with jittered
     back-off) when the server aborts it for a deadlock or a serialization failure, so such a transaction
     is never lost. `work` must therefore only touch the database and values it recomputes.
 
-    `snapshot` runs it at REPEATABLE READ: every statement sees the same snapshot of the database.
+    `snapshot` runs it at REPEATABLE READ (said in its BEGIN): every statement sees the same snapshot of the
+    database. `pipeline` runs it in pipeline mode: the BEGIN travels with the first statement, statements
+    whose results `work` does not read wait for the next one it does, the last ones travel with the COMMIT
+    (one round trip per read instead of one per statement). `work` must then not use COPY, nor read a
+    cursor's `rowcount` before its results were fetched.
     """
     for attempt in range(1, attempts + 1):
         try:
-            with pool.connection() as conn, conn.transaction():
-                if snapshot:
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                return work(conn)
+            with pool.connection() as conn:
+                return _in_transaction(conn, work, snapshot=snapshot, pipeline=pipeline)
         except _RETRYABLE as exc:
             if attempt == attempts:
                 raise DatabaseError(
@@ -140,3 +157,23 @@ def run_transaction(pool: ConnectionPool, work: Callable[[psycopg.Connection], T
                 ) from exc
             time.sleep(random.uniform(0.0, min(0.5, 0.01 * 2**attempt)))
     raise AssertionError("unreachable")
+
+
+def _in_transaction(conn: psycopg.Connection, work: Callable[[psycopg.Connection], T], *, snapshot: bool,
+                    pipeline: bool) -> T:
+    """One attempt of run_transaction on a pooled connection. The isolation level is the connection's
+    setting for its next BEGIN (no statement of its own), set back before the connection returns to the
+    pool (a connection that cannot be is closed, which the pool discards)."""
+    if snapshot:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    try:
+        with conn.pipeline() if pipeline else nullcontext(), conn.transaction():
+            return work(conn)
+    finally:
+        if snapshot:
+            try:
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    conn.rollback()
+                conn.isolation_level = None
+            except psycopg.Error:
+                conn.close()

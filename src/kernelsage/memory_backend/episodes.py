@@ -14,7 +14,7 @@ from kernelsage.errors import EpisodeError
 from kernelsage.memory_backend import dedup, item_rows, ledger, vector_index
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import CommitResult, NamespaceInfo, NewItem
-from kernelsage.memory_backend.namespaces import counters
+from kernelsage.memory_backend.namespaces import send_counters
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.policies import MemoryPolicy
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure, ItemStats, RoundOutcome
@@ -31,18 +31,27 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
 
     Checked first (validation.check_trace, by the caller) and against the retrieval ledger: credit only
     goes to what was shown. Locks in the one order of every item writer: namespace row, then items by id.
+
+    Written for pipeline mode (no COPY; reads sent ahead of the first that is needed): run in it, a commit is
+    three round trips (the BEGIN with the namespace lock, the episode id and the ledger; the shown items'
+    statistics; every write with the COMMIT), plus three when it stores experiences (the index's lists, the
+    merge searches, the new ids).
     """
-    seq = counters(conn, info, for_update=True)["episode_seq"] + 1  # serialises and numbers the commits
-    previous = conn.execute(q.EPISODE_SCORE, (info.id, episode.episode_id)).fetchone()
+    read_counters = send_counters(conn, info, for_update=True)  # serialises and numbers the commits
+    read_previous = conn.execute(q.EPISODE_SCORE, (info.id, episode.episode_id))
+    read_ledger = ledger.send_retrievals(conn, info, episode.episode_id)
+    seq = read_counters()["episode_seq"] + 1
+    previous = read_previous.fetchone()
     if previous is not None:
         # A resumed run may have retrieved again before repeating its commit: that ledger would wait for a
         # commit that can no longer consume it (until the cleanup of abandoned episodes, days later).
         ledger.forget(conn, info, episode.episode_id)
         added = conn.execute(q.EPISODE_NEW_ITEMS, (info.id, episode.episode_id)).fetchall()
+        stored = episode_credits(conn, info, episode.episode_id)
         return CommitResult(episode_id=episode.episode_id, applied=False, terminal_score=previous["terminal_score"],
-                            credits={i: c[0] for i, c in episode_credits(conn, info, episode.episode_id).items()},
-                            new_item_ids=[r["id"] for r in added])
-    episode = replace(episode, hot_version_seen=ledger.check_commit(conn, info, episode))
+                            credits={i: c[0] for i, c in stored.items()}, new_item_ids=[r["id"] for r in added],
+                            stored_credits=stored)
+    episode = replace(episode, hot_version_seen=ledger.check_commit(info, episode, read_ledger()))
     shown = sorted({e.item_id for e in episode.exposures})
     rows = item_rows.fetch_stats(conn, q.STATS_OF_SHOWN_FOR_UPDATE, {"seq": seq, "ns": info.id, "ids": shown})
     stats = {s.item_id: s for s, _ in rows}
@@ -52,13 +61,13 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
                            f"that namespace {info.name!r} does not hold")
     update = policy.apply_episode(episode, stats, params)
     _insert_episode(conn, info.id, policy.name, episode, seq, update.terminal_score, params)
-    _write_learning(conn, info.id, episode.episode_id, stats, update.stats, update.credits)
+    stored = _write_learning(conn, info.id, episode.episode_id, stats, update.stats, update.credits)
     conn.execute(q.SET_EPISODE_SEQ, (seq, info.id))
     ledger.forget(conn, info, episode.episode_id)
     new_ids, merged = _store_experiences(conn, info, params, [replace(item, source_episode=episode.episode_id)
                                                               for item in new_items], vectors, seq, count_tokens)
     return CommitResult(episode_id=episode.episode_id, applied=True, terminal_score=update.terminal_score,
-                        credits=update.credits, new_item_ids=new_ids, merged_into=merged)
+                        credits=update.credits, new_item_ids=new_ids, merged_into=merged, stored_credits=stored)
 
 
 def _store_experiences(conn: psycopg.Connection, info: NamespaceInfo, params: SageParams, items: list[NewItem],
@@ -75,16 +84,18 @@ def _store_experiences(conn: psycopg.Connection, info: NamespaceInfo, params: Sa
     if any(item.kind == "experience" for item in items):
         probes = vector_index.probes_for(vector_index.current_lists(conn, info.id), params.probes)
         conn.execute(q.SEARCH_SETTINGS, (str(probes), "off"))
-        for vector in vectors:
-            for row in conn.execute(q.nearest_experiences(info.id, info.embedding_dim),
-                                    {"q": vector, "n": MERGE_NEIGHBOURS}).fetchall():
+        searches = [conn.execute(q.nearest_experiences(info.id, info.embedding_dim), {"q": vector, "n": MERGE_NEIGHBOURS})
+                    for vector in vectors]  # all sent before the first is read
+        for search in searches:
+            for row in search.fetchall():
                 known[row["id"]] = dedup.Known(row["id"], row["text"], dedup.family(row["operator"], row["metadata"]),
                                                _array(row["embedding"]))
                 metadata[row["id"]] = row["metadata"]
     stored = list(known.values())
     targets = dedup.merge_targets(items, vectors, stored, params.merge_similarity)
     keep = [k for k, t in enumerate(targets) if t is None]
-    ids = item_rows.insert_items(conn, info.id, [items[k] for k in keep], [vectors[k] for k in keep], seq, count_tokens)
+    ids = item_rows.insert_items(conn, info.id, [items[k] for k in keep], [vectors[k] for k in keep], seq, count_tokens,
+                                 copy=False)
     id_of_new = dict(zip(keep, ids, strict=True))
     merged: list[int] = []
     for k, target in enumerate(targets):
@@ -108,16 +119,20 @@ def _insert_episode(conn: psycopg.Connection, namespace_id: int, policy: str, ep
         episode.t_best, z, episode.hot_version_seen, Jsonb([r.__dict__ for r in episode.rounds]),
         Jsonb(episode.metadata), Jsonb(dataclasses.asdict(params)),
     ))
-    with conn.cursor().copy(q.COPY_EXPOSURES) as copy:
-        for e in episode.exposures:
-            copy.write_row((namespace_id, episode.episode_id, e.item_id, e.round, e.tier, e.stage,
-                            e.relevance, e.score, e.adopted, e.rationale))
+    exposures = episode.exposures
+    conn.execute(q.INSERT_EXPOSURES, (
+        namespace_id, episode.episode_id, [e.item_id for e in exposures], [e.round for e in exposures],
+        [e.tier for e in exposures], [e.stage for e in exposures], [_float(e.relevance) for e in exposures],
+        [_float(e.score) for e in exposures], [e.adopted for e in exposures], [e.rationale for e in exposures],
+    ))
 
 
 def _write_learning(conn: psycopg.Connection, namespace_id: int, episode_id: str, before: dict[int, ItemStats],
-                    after: dict[int, ItemStats], credits: dict[int, float]) -> None:
+                    after: dict[int, ItemStats], credits: dict[int, float]) -> dict[int, tuple[float, float, float]]:
+    """Write the new statistics and the credit audit's rows; returns those rows, (credit, utility before,
+    utility after) per item, as `episode_credits` reads them back."""
     if not after:
-        return
+        return {}
     ids = sorted(after)
     new = [after[i] for i in ids]
     conn.execute(q.UPDATE_STATISTICS, (
@@ -125,9 +140,10 @@ def _write_learning(conn: psycopg.Connection, namespace_id: int, episode_id: str
         [s.n_ado for s in new], [Jsonb(sorted(s.adopting_ops)) for s in new], [s.access for s in new],
         [s.q_draft for s in new], [s.q_refine for s in new],
     ))
-    with conn.cursor().copy(q.COPY_CREDITS) as copy:
-        for i in ids:
-            copy.write_row((namespace_id, episode_id, i, credits.get(i, 0.0), before[i].utility, after[i].utility))
+    rows = {i: (float(credits.get(i, 0.0)), float(before[i].utility), float(after[i].utility)) for i in ids}
+    credit, utility_before, utility_after = (list(column) for column in zip(*rows.values(), strict=True))
+    conn.execute(q.INSERT_CREDITS, (namespace_id, episode_id, ids, credit, utility_before, utility_after))
+    return rows
 
 
 def episode_credits(conn: psycopg.Connection, info: NamespaceInfo,
@@ -147,6 +163,11 @@ def load_episode(conn: psycopg.Connection, info: NamespaceInfo, episode_id: str)
         **{**row, "rounds": tuple(RoundOutcome(**r) for r in row["rounds"])},
         exposures=tuple(Exposure(**e) for e in exposures),
     )
+
+
+def _float(value: float | None) -> float | None:
+    """A number of an array parameter as a float (one element type per array), None kept."""
+    return None if value is None else float(value)
 
 
 def _array(vector: object) -> np.ndarray:

@@ -5,11 +5,14 @@ Kernel errors are named things (an API such as DataCopyPad, an intrinsic such as
 attribute): dense vectors place an item about `DataCopyPadV2` as near as one about `DataCopyPad`. The
 lexical side matches the names exactly (migration 5 keeps every word of an item as a whole, lower-cased
 lexeme in ks_item_lexemes); only name-shaped words of the query are looked up, since common words match
-most items, cost a read of each, and tell them apart worse than the vectors do.
+most items, cost a read of each, and tell them apart worse than the vectors do. Names count by their rarity
+in the namespace (an IDF, `name_weights`): `AscendC`, in a third of the items, must not tie that third
+with the one item that names the rare API beside it.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Sequence
 
@@ -22,6 +25,8 @@ from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the same pattern as ks_lexemes in migration 5
 MAX_NAMES = 16  # names looked up per query: a long compiler log names many things, its first ones matter most
 MIN_NAME_CHARS = 3
+COUNT_CAP = 1000  # a namespace's items counted, at most: rarity among so many, a bounded read
+COMMON_SHARE = 0.1  # a name held by more than this share of the counted items (and more than the pool) is common
 
 
 def is_name(word: str) -> bool:
@@ -37,10 +42,24 @@ def query_names(text: str, limit: int = MAX_NAMES) -> list[str]:
     return list(names)[:limit]
 
 
+def name_query(name: str) -> str:
+    """A tsquery text matching one name. The lexeme is quoted literally (no parsing, which would split at
+    underscores); WORD admits no quote or backslash, so none needs escaping."""
+    return f"'{name}'"
+
+
 def names_query(names: Sequence[str]) -> str:
-    """A tsquery text matching any of the names. Lexemes are quoted literally (no parsing, which would
-    split at underscores); WORD admits no quote or backslash, so none needs escaping."""
-    return " | ".join(f"'{n}'" for n in names)
+    """A tsquery text matching any of the names."""
+    return " | ".join(name_query(n) for n in names)
+
+
+def name_weights(counts: Sequence[int], items: int, pool: int, common_share: float = COMMON_SHARE) -> list[float]:
+    """The weight of each name in the lexical ranking, from the items holding it (`counts`) among the
+    namespace's `items` (counted up to COUNT_CAP; a name's items only up to one past common): its IDF,
+    log(items / count). 0, leaving the name out of the lexical query, for a name no item holds and for a
+    common one, held by more than `common_share` of the items and by more than the `pool` can take (its items
+    would fill the pool in arbitrary order, and reading them costs most); a name every item holds weighs 0."""
+    return [math.log(items / n) if 0 < n <= max(common_share * items, pool) else 0.0 for n in counts]
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hashable]], k: int, size: int) -> list[tuple[Hashable, float]]:
@@ -60,11 +79,20 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hashable]], k: int, size:
 
 def lexical_pool(conn: psycopg.Connection, info: NamespaceInfo, names: Sequence[str], size: int, *,
                  exclude_resident: bool) -> list[MemoryItem]:
-    """The `size` items whose documents hold the most of these names (ts_rank), best first, then by id."""
+    """The `size` items whose documents hold the rarest of these names (the sum of `name_weights` of the
+    names each holds), best first, then by id. Two statements: the names' counts, then the ranking by the
+    names that weigh; none when no name does."""
     if not names:
         return []
-    rows = conn.execute(q.LEXICAL_ITEMS, {"tsq": names_query(names), "ns": info.id, "n": size,
-                                          "exclude": exclude_resident}).fetchall()
+    counted = conn.execute(q.LEXICAL_NAME_COUNTS, {"names": [name_query(n) for n in names], "ns": info.id,
+                                                   "cap": COUNT_CAP, "share": COMMON_SHARE, "pool": size}).fetchall()
+    weights = name_weights([r["df"] for r in counted], counted[0]["items"], size)
+    kept = [(n, w) for n, w in zip(names, weights, strict=True) if w > 0]
+    if not kept:
+        return []
+    rows = conn.execute(q.LEXICAL_ITEMS, {"tsq": names_query([n for n, _ in kept]), "ns": info.id, "n": size,
+                                          "names": [name_query(n) for n, _ in kept],
+                                          "weights": [w for _, w in kept], "exclude": exclude_resident}).fetchall()
     return [item_rows.to_item({k: v for k, v in r.items() if k != "rank"}) for r in rows]
 
 

@@ -5,13 +5,14 @@ The records themselves (NewItem, MemoryItem) are in items.py; this module moves 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
+from pgvector import Vector
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
@@ -44,16 +45,31 @@ def embed_items(items: Sequence[NewItem], embeddings: Embeddings | None, dim: in
 
 def next_item_ids(conn: psycopg.Connection, count: int) -> list[int]:
     """Reserve `count` new item ids."""
-    return [r["id"] for r in conn.execute(q.NEXT_ITEM_IDS, (count,))]
+    return [r["id"] for r in conn.execute(q.NEXT_ITEM_IDS, (count,)).fetchall()]
 
 
 def insert_items(conn: psycopg.Connection, namespace_id: int, items: Sequence[NewItem],
-                 vectors: Sequence[np.ndarray], seq: int, count_tokens: TokenCounter) -> list[int]:
+                 vectors: Sequence[np.ndarray], seq: int, count_tokens: TokenCounter, *,
+                 copy: bool = True) -> list[int]:
     """Store new cold items and their vectors; `seq` is the namespace's episode sequence now, from
-    which the items' eligible episodes are counted. Returns the new ids in the order of `items`."""
+    which the items' eligible episodes are counted. Returns the new ids in the order of `items`.
+
+    `copy` sends the rows with COPY (many items); without it, as two statements with array parameters,
+    which pipeline mode allows (the few items of an episode commit). Both store the same rows.
+    """
     if not items:
         return []
     ids = next_item_ids(conn, len(items))
+    if not copy:
+        conn.execute(q.INSERT_ITEMS, {
+            "ns": namespace_id, "seq": seq, "ids": ids, "kinds": [i.kind for i in items],
+            "texts": [i.text for i in items], "evidence": [i.evidence for i in items],
+            "code": [i.code_example for i in items], "operators": [i.operator for i in items],
+            "episodes": [i.source_episode for i in items], "tokens": [count_tokens(i.text) for i in items],
+            "metadata": [Jsonb(i.metadata) for i in items],
+        })
+        conn.execute(q.INSERT_ITEM_VECTORS, (namespace_id, ids, [Vector(v).to_text() for v in vectors]))
+        return ids
     with conn.cursor().copy(q.COPY_ITEMS) as copy:
         for item_id, item in zip(ids, items, strict=True):
             copy.write_row((
@@ -84,7 +100,13 @@ def list_items(conn: psycopg.Connection, namespace_id: int, state: str | None, l
 
 def hot_items(conn: psycopg.Connection, namespace_id: int) -> list[MemoryItem]:
     """The items resident in hot memory, by id."""
-    return [to_item(r) for r in conn.execute(q.HOT_ITEMS, (namespace_id,)).fetchall()]
+    return send_hot_items(conn, namespace_id)()
+
+
+def send_hot_items(conn: psycopg.Connection, namespace_id: int) -> Callable[[], list[MemoryItem]]:
+    """`hot_items` in two steps: the query is sent now, its rows read by the function returned."""
+    cursor = conn.execute(q.HOT_ITEMS, (namespace_id,))
+    return lambda: [to_item(r) for r in cursor.fetchall()]
 
 
 def items_by_ids(conn: psycopg.Connection, item_ids: list[int]) -> list[MemoryItem]:

@@ -91,6 +91,9 @@ class CommitResult:
     credits: dict[int, float]
     new_item_ids: list[int] = field(default_factory=list)  # experiences stored with the episode
     merged_into: list[int] = field(default_factory=list)  # stored items that near-duplicate experiences merged into
+    # (credit, utility before, utility after) per item as stored in the credit audit (read back for a repeat):
+    # what Memory.episode_credits returns, without another transaction
+    stored_credits: dict[int, tuple[float, float, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,9 @@ it was shown in, and no resident rule shown in a resolved round can be left out 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import psycopg
 
@@ -39,8 +41,17 @@ def record(conn: psycopg.Connection, info: NamespaceInfo, episode_id: str, round
                                                 [t for _, t in shown]))
 
 
-def check_commit(conn: psycopg.Connection, info: NamespaceInfo, trace: EpisodeTrace) -> int | None:
-    """Check the episode's exposures against its ledger; returns the hot version it saw.
+def send_retrievals(conn: psycopg.Connection, info: NamespaceInfo,
+                    episode_id: str) -> Callable[[], list[dict[str, Any]]]:
+    """An episode's ledger rows (round, hot version, item, tier), read in two steps: the query is sent now,
+    its rows read by the function returned (the commit sends it with its other first reads)."""
+    cursor = conn.execute(q.RETRIEVALS_OF_EPISODE, (info.id, episode_id))
+    return cursor.fetchall
+
+
+def check_commit(info: NamespaceInfo, trace: EpisodeTrace, rows: list[dict[str, Any]]) -> int | None:
+    """Check the episode's exposures against its ledger (`rows`: `send_retrievals`); returns the hot version
+    it saw.
 
     In every round that has exposures, they must list exactly the items that round's retrieval showed,
     each in the tier it was shown in (rounds without any, e.g. a failed round, credit nothing).
@@ -50,7 +61,7 @@ def check_commit(conn: psycopg.Connection, info: NamespaceInfo, trace: EpisodeTr
     name = f"episode {trace.episode_id!r}"
     versions: dict[int, int] = {}
     shown: dict[int, dict[int, str]] = defaultdict(dict)
-    for row in conn.execute(q.RETRIEVALS_OF_EPISODE, (info.id, trace.episode_id)):
+    for row in rows:
         versions[row["round"]] = row["hot_version"]
         if row["item_id"] is not None:
             shown[row["round"]][row["item_id"]] = row["tier"]

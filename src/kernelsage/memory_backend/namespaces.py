@@ -99,10 +99,21 @@ def current_info(conn: psycopg.Connection, name: str) -> NamespaceInfo:
 def counters(conn: psycopg.Connection, info: NamespaceInfo, *, for_update: bool = False) -> dict[str, int]:
     """The namespace's episode sequence and hot-memory version; `for_update` locks its row until the
     transaction ends, which serialises the commits (and numbers them) and the hot-memory changes."""
-    row = conn.execute(q.COUNTERS_FOR_UPDATE if for_update else q.COUNTERS, (info.id,)).fetchone()
-    if row is None:
-        raise deleted(info.name)
-    return row
+    return send_counters(conn, info, for_update=for_update)()
+
+
+def send_counters(conn: psycopg.Connection, info: NamespaceInfo, *,
+                  for_update: bool = False) -> Callable[[], dict[str, int]]:
+    """`counters` in two steps: the query is sent now, its row read by the function returned (in pipeline
+    mode, queries sent before the first read travel to the server together)."""
+    cursor = conn.execute(q.COUNTERS_FOR_UPDATE if for_update else q.COUNTERS, (info.id,))
+
+    def read() -> dict[str, int]:
+        row = cursor.fetchone()
+        if row is None:
+            raise deleted(info.name)
+        return row
+    return read
 
 
 def _dimension_mismatch(name: str, stored: int, asked: int) -> EmbeddingDimensionError:

@@ -47,6 +47,20 @@ COPY_ITEMS = (
     "tokens, metadata, eligible_since) FROM STDIN"
 )
 COPY_ITEM_VECTORS = "COPY ks_item_vectors (item_id, namespace_id, embedding) FROM STDIN"
+# The same rows as COPY_ITEMS / COPY_ITEM_VECTORS, as one statement each with array parameters (in array
+# order), for the few items of an episode commit: COPY cannot run in pipeline mode. The vectors are their
+# text form (pgvector's, as COPY sends them), cast by the server.
+INSERT_ITEMS = (
+    "INSERT INTO ks_items (id, namespace_id, kind, text, evidence, code_example, operator, source_episode, "
+    "tokens, metadata, eligible_since) SELECT i.id, %(ns)s, i.kind, i.text, i.evidence, i.code, i.operator, "
+    "i.episode, i.tokens, i.metadata, %(seq)s FROM unnest(%(ids)s::bigint[], %(kinds)s::text[], %(texts)s::text[], "
+    "%(evidence)s::text[], %(code)s::text[], %(operators)s::text[], %(episodes)s::text[], %(tokens)s::int[], "
+    "%(metadata)s::jsonb[]) AS i(id, kind, text, evidence, code, operator, episode, tokens, metadata)"
+)
+INSERT_ITEM_VECTORS = (
+    "INSERT INTO ks_item_vectors (item_id, namespace_id, embedding) "
+    "SELECT v.id, %s, v.embedding::vector FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding)"
+)
 ITEM = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND id = %s"
 ITEMS_IN_NAMESPACE = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE namespace_id = %s AND id = ANY(%s) ORDER BY id"
 ITEMS_BY_IDS = f"SELECT {_ITEM_COLUMNS} FROM ks_items WHERE id = ANY(%s) ORDER BY id"
@@ -105,13 +119,27 @@ BUMP_UGC_EPOCH = "UPDATE ks_namespaces SET ugc_epoch = ugc_epoch + 1 WHERE id = 
 # fewer rows than asked for.
 SEARCH_SETTINGS = "SELECT set_config('ivfflat.probes', %s, true), set_config('ivfflat.iterative_scan', %s, true)"
 
-# Lexical retrieval (hybrid.py): items whose names match the tsquery %(tsq)s, the most matches first. The
-# GIN index finds the matches; ranking reads each, so hybrid.py looks up only name-shaped words.
+# Lexical retrieval (hybrid.py). First how rare each of the query's names is: the namespace's items, counted
+# up to %(cap)s, and per name (%(names)s: one-lexeme tsquery texts) the items holding it, counted only up to
+# one past the count that makes a name common (hybrid.name_weights: %(share)s of the items counted, at least
+# %(pool)s), so that a common name costs its GIN posting list and a few rows, not a read of each item.
+LEXICAL_NAME_COUNTS = (
+    "WITH total AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM ks_items WHERE namespace_id = %(ns)s "
+    "LIMIT %(cap)s) AS s) "
+    "SELECT (SELECT n FROM total) AS items, (SELECT count(*) FROM (SELECT 1 FROM ks_item_lexemes l "
+    "WHERE l.lexemes @@ x.q::tsquery AND l.namespace_id = %(ns)s "
+    "LIMIT (SELECT greatest(ceil(t.n * %(share)s)::bigint, %(pool)s) + 1 FROM total t)) AS s) AS df "
+    "FROM unnest(%(names)s::text[]) WITH ORDINALITY AS x(q, ord) ORDER BY x.ord"
+)
+# Then the items holding any of the names kept (%(tsq)s, their OR), ranked by the summed weights
+# (%(weights)s, hybrid.name_weights) of the names each holds, then by id. Common names are left out of
+# %(tsq)s, so the GIN index finds few rows and ranking reads only those.
 LEXICAL_ITEMS = (
-    f"SELECT {', '.join('i.' + c.strip() for c in _ITEM_COLUMNS.split(','))}, ts_rank(l.lexemes, t.q) AS rank "
-    "FROM ks_item_lexemes l CROSS JOIN (SELECT %(tsq)s::tsquery AS q) AS t JOIN ks_items i ON i.id = l.item_id "
-    "WHERE l.lexemes @@ t.q AND l.namespace_id = %(ns)s AND NOT (%(exclude)s AND i.state = 'hot') "
-    "ORDER BY rank DESC, l.item_id LIMIT %(n)s"
+    f"SELECT {_ITEM_COLUMNS_OF_I}, m.rank FROM (SELECT l.item_id, (SELECT sum(w.weight) "
+    "FROM unnest(%(names)s::text[], %(weights)s::float8[]) AS w(q, weight) WHERE l.lexemes @@ w.q::tsquery) AS rank "
+    "FROM ks_item_lexemes l WHERE l.lexemes @@ %(tsq)s::tsquery AND l.namespace_id = %(ns)s) AS m "
+    "JOIN ks_items i ON i.id = m.item_id WHERE NOT (%(exclude)s AND i.state = 'hot') "
+    "ORDER BY m.rank DESC, m.item_id LIMIT %(n)s"
 )
 
 # The ledger of what a retrieval showed (one row per episode round, one per item shown in it).
@@ -148,9 +176,10 @@ INSERT_EPISODE = (
     "terminal_score, hot_version_seen, rounds, metadata, params) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
-COPY_EXPOSURES = (
-    "COPY ks_exposures (namespace_id, episode_id, item_id, round, tier, stage, relevance, score, adopted, "
-    "rationale) FROM STDIN"
+INSERT_EXPOSURES = (  # one statement, array parameters (pipeline mode), rows in array order
+    "INSERT INTO ks_exposures (namespace_id, episode_id, item_id, round, tier, stage, relevance, score, adopted, "
+    "rationale) SELECT %s, %s, e.* FROM unnest(%s::bigint[], %s::int[], %s::text[], %s::text[], "
+    "%s::float8[], %s::float8[], %s::bool[], %s::text[]) AS e"
 )
 UPDATE_STATISTICS = (
     "UPDATE ks_items AS t SET utility = u.utility, n_ret = u.n_ret, n_ret_cold = u.n_ret_cold, "
@@ -160,8 +189,9 @@ UPDATE_STATISTICS = (
     "%s::float8[], %s::float8[]) AS u(id, utility, n_ret, n_ret_cold, n_ado, ops, access, q_draft, q_refine) "
     "WHERE t.id = u.id"
 )
-COPY_CREDITS = (
-    "COPY ks_credits (namespace_id, episode_id, item_id, credit, utility_before, utility_after) FROM STDIN"
+INSERT_CREDITS = (  # one statement, array parameters (pipeline mode), rows in array order
+    "INSERT INTO ks_credits (namespace_id, episode_id, item_id, credit, utility_before, utility_after) "
+    "SELECT %s, %s, c.* FROM unnest(%s::bigint[], %s::float8[], %s::float8[], %s::float8[]) AS c"
 )
 EPISODE = (
     "SELECT episode_id, operator, level, policy, t_first, t_best, hot_version_seen, rounds, metadata "

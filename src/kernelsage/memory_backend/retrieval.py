@@ -16,7 +16,7 @@ from kernelsage.memory_backend import hybrid, item_rows, ledger, vector_index
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.database import run_transaction
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo, Retrieval, ShownItem
-from kernelsage.memory_backend.namespaces import checked_vector, counters
+from kernelsage.memory_backend.namespaces import checked_vector, send_counters
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.policies import MemoryPolicy
 from kernelsage.memory_backend.records import PoolEntry, Stage
@@ -52,10 +52,13 @@ def relevance_pool(conn: psycopg.Connection, info: NamespaceInfo, query: Sequenc
 
 
 def candidate_pool(conn: psycopg.Connection, info: NamespaceInfo, vector: np.ndarray, text: str | None, size: int,
-                   params: SageParams, *, exclude_resident: bool) -> list[tuple[MemoryItem, float]]:
+                   params: SageParams, *, exclude_resident: bool,
+                   probes: int | None = None) -> list[tuple[MemoryItem, float]]:
     """The relevance pool the policy reranks: by cosine similarity, or with `params.retrieval` "hybrid" and a
-    text query, that ranking fused by RRF with the lexical one of the names the text holds (hybrid.py)."""
-    pool = relevance_pool(conn, info, vector, size, exclude_resident=exclude_resident, probes=params.probes)
+    text query, that ranking fused by RRF with the lexical one of the names the text holds (hybrid.py).
+    `probes`: the lists to read when already known (default: `params.probes`, see `relevance_pool`)."""
+    pool = relevance_pool(conn, info, vector, size, exclude_resident=exclude_resident,
+                          probes=params.probes if probes is None else probes)
     if params.retrieval != "hybrid" or not text:
         return pool
     lexical = hybrid.lexical_pool(conn, info, hybrid.query_names(text), size, exclude_resident=exclude_resident)
@@ -70,6 +73,9 @@ def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, pa
     One transaction at REPEATABLE READ: the hot set, its version and the pool come from one snapshot, so
     no rule is ever both hot and cold. With `episode` (episode id, round) what was shown is recorded in
     the retrieval ledger, which that episode's commit is checked against.
+
+    Run in pipeline mode, three round trips: the BEGIN with the reads of the version, the hot rules and
+    the index's lists; the search; the ledger's writes with the COMMIT.
     """
     text = query if isinstance(query, str) else None
     if policy.retrieves and isinstance(query, str):
@@ -83,11 +89,16 @@ def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, pa
 
     def work(conn: psycopg.Connection) -> Retrieval:
         rng.setstate(start)  # a retried transaction ranks exactly as the first attempt would have
-        version = counters(conn, info)["hot_version"]
-        hot = [ShownItem(item=i, tier="hot") for i in hot_rules(conn, info.id, policy)]
+        read_counters = send_counters(conn, info)
+        read_hot = item_rows.send_hot_items(conn, info.id) if policy.uses_hot_memory else list
+        read_lists = vector_index.send_current_lists(conn, info.id) if vector is not None and not params.probes \
+            else None
+        version = read_counters()["hot_version"]
+        hot = [ShownItem(item=i, tier="hot") for i in read_hot()]
         resident = {s.item.id for s in hot}
+        probes = vector_index.probes_for(read_lists()) if read_lists is not None else params.probes
         found = candidate_pool(conn, info, vector, text, max(params.pool_size, k), params,
-                               exclude_resident=policy.uses_hot_memory) if vector is not None else []
+                               exclude_resident=policy.uses_hot_memory, probes=probes) if vector is not None else []
         found = [(item, rel) for item, rel in found if item.id not in resident]
         by_id = {item.id: item for item, _ in found}
         candidates = [PoolEntry(item_id=item.id, relevance=rel, utility=item.utility, q_draft=item.q_draft,
@@ -99,7 +110,7 @@ def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, pa
             ledger.record(conn, info, *episode, version, [(s.item.id, s.tier) for s in result.shown])
         return result
 
-    return run_transaction(pool, work, snapshot=True)
+    return run_transaction(pool, work, snapshot=True, pipeline=True)
 
 
 def show(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, episode: tuple[str, int],
@@ -109,8 +120,10 @@ def show(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, episod
     ledger.check_round(*episode)
 
     def work(conn: psycopg.Connection) -> Retrieval:
-        version = counters(conn, info)["hot_version"]
-        hot = [ShownItem(item=i, tier="hot") for i in hot_rules(conn, info.id, policy)]
+        read_counters = send_counters(conn, info)
+        read_hot = item_rows.send_hot_items(conn, info.id) if policy.uses_hot_memory else list
+        version = read_counters()["hot_version"]
+        hot = [ShownItem(item=i, tier="hot") for i in read_hot()]
         resident = {s.item.id for s in hot}
         chosen = [i for i in dict.fromkeys(item_ids) if i not in resident]
         items = {i.id: i for i in item_rows.items_in_namespace(conn, info.id, chosen)}
@@ -121,4 +134,4 @@ def show(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, episod
         ledger.record(conn, info, *episode, version, [(s.item.id, s.tier) for s in result.shown])
         return result
 
-    return run_transaction(pool, work, snapshot=True)
+    return run_transaction(pool, work, snapshot=True, pipeline=True)

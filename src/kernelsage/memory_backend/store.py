@@ -198,7 +198,7 @@ class Memory:
 
         ids = run_transaction(self.store.pool, work)
         if ids:
-            self.store.index_builds.request(self.info)  # grows the index's lists with the namespace
+            self.store.index_builds.request(self.info, added=len(ids))  # grows the index's lists with the namespace
         return ids
 
     def get_item(self, item_id: int) -> MemoryItem:
@@ -275,9 +275,10 @@ class Memory:
         check_new_items(new_items, MAX_EPISODE_ITEMS)
         vectors = self._embed(new_items)
         result = run_transaction(self.store.pool, lambda conn: episodes.commit_episode(
-            conn, self.info, self.policy, self.params, episode, new_items, vectors, self.store.token_counter))
+            conn, self.info, self.policy, self.params, episode, new_items, vectors, self.store.token_counter),
+            pipeline=True)
         if result.new_item_ids and result.applied:
-            self.store.index_builds.request(self.info)
+            self.store.index_builds.request(self.info, added=len(result.new_item_ids))
         return result
 
     def episode_credits(self, episode_id: str) -> dict[int, tuple[float, float, float]]:

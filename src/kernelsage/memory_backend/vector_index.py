@@ -80,11 +80,22 @@ def _indexes(conn: psycopg.Connection, namespace_id: int) -> list[dict]:
 
 def current_lists(conn: psycopg.Connection, namespace_id: int) -> int | None:
     """The lists of the namespace's usable vector index (the largest, while a rebuild swaps two)."""
-    valid = [r["lists"] for r in _indexes(conn, namespace_id) if r["valid"]]
-    return max(valid) if valid else None
+    return send_current_lists(conn, namespace_id)()
 
 
-def maintain(pool: ConnectionPool, info: NamespaceInfo, *, stop: threading.Event | None = None) -> int | None:
+def send_current_lists(conn: psycopg.Connection, namespace_id: int) -> Callable[[], int | None]:
+    """`current_lists` in two steps: the query is sent now, its answer read by the function returned."""
+    prefix = q.vector_index_prefix(namespace_id)
+    cursor = conn.execute(q.VECTOR_INDEXES, {"prefix": prefix, "past": prefix[:-1] + chr(ord(prefix[-1]) + 1)})
+
+    def read() -> int | None:
+        valid = [r["lists"] for r in cursor.fetchall() if r["valid"]]
+        return max(valid) if valid else None
+    return read
+
+
+def maintain(pool: ConnectionPool, info: NamespaceInfo, *, stop: threading.Event | None = None,
+             seen: Callable[[int, int | None], None] | None = None) -> int | None:
     """Rebuild the namespace's vector index when its size calls for it, and remove what an aborted build
     left (an invalid index, an old index beside its replacement); returns the lists it was rebuilt with,
     or None when no build was needed (or `stop` was set while it waited for another build to end).
@@ -94,10 +105,13 @@ def maintain(pool: ConnectionPool, info: NamespaceInfo, *, stop: threading.Event
     database-wide lock (see `_build_lock`). A build the server aborts is cleaned up and tried again
     (BUILD_ATTEMPTS in all); a failure after that is logged, not raised: the write that called it is
     committed, searches stay correct with the old index, and the next write or open tries again.
+
+    `seen(rows, lists)` is told the namespace's size and its index's lists when it ends with an index that
+    needs no rebuild for that size.
     """
     for attempt in range(1, BUILD_ATTEMPTS + 1):
         try:
-            return _maintain(pool, info, stop)
+            return _maintain(pool, info, stop, seen or (lambda rows, lists: None))
         except psycopg.Error as exc:
             retry = attempt < BUILD_ATTEMPTS and isinstance(exc, _RETRIED)
             _log.warning("could not rebuild the vector index of namespace %r (%s); %s", info.name,
@@ -151,11 +165,27 @@ class IndexBuilds:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._queued: set[int] = set()
+        self._known: dict[int, tuple[int, int | None]] = {}  # namespace -> (rows, lists) since its last check
         self._stop = threading.Event()  # set by close: a job still waiting for another build gives up
 
-    def request(self, info: NamespaceInfo) -> None:
-        """Check the namespace's index (and rebuild it if its size calls for it) in the background."""
+    def request(self, info: NamespaceInfo, *, added: int | None = None) -> None:
+        """Check the namespace's index (and rebuild it if its size calls for it) in the background.
+
+        `added`: the items the write that asks has just added. The rows the last check of this store counted
+        plus what its writes added since are then enough to tell that no rebuild is due, without a check (a
+        count of the namespace's vectors on a connection of the pool after every commit that stores items).
+        With one writing store (the simulator's streams) the check runs after the same write as without
+        the count. Each store counts only its own writes on top of its last check, so with several writing
+        stores the rebuild can come some writes after the one that made it due: when one of them counts
+        enough, or opens the namespace (which always checks).
+        """
         with self._lock:
+            known = self._known.get(info.id)
+            if added is not None and known is not None:
+                known = (known[0] + added, known[1])
+                self._known[info.id] = known
+                if not needs_rebuild(known[1], known[0]):
+                    return
             if info.id in self._queued:
                 return
             self._queued.add(info.id)
@@ -164,7 +194,13 @@ class IndexBuilds:
     def _build(self, pool: ConnectionPool, info: NamespaceInfo) -> None:
         with self._lock:
             self._queued.discard(info.id)  # a write during the build asks again, and is checked after it
-        maintain(pool, info, stop=self._stop)
+            self._known.pop(info.id, None)  # such a write finds no count to add to: it asks for a check
+
+        def seen(rows: int, lists: int | None) -> None:
+            with self._lock:
+                if info.id not in self._queued:  # a check asked for meanwhile counts again
+                    self._known[info.id] = (rows, lists)
+        maintain(pool, info, stop=self._stop, seen=seen)
 
     def _submit(self, job: Callable[[ConnectionPool], object]) -> None:
         with self._lock:
@@ -199,28 +235,31 @@ class IndexBuilds:
             executor.shutdown(wait=True)
 
 
-def _maintain(pool: ConnectionPool, info: NamespaceInfo, stop: threading.Event | None) -> int | None:
+def _maintain(pool: ConnectionPool, info: NamespaceInfo, stop: threading.Event | None,
+              seen: Callable[[int, int | None], None]) -> int | None:
     with pool.connection() as conn:
         rows = conn.execute(q.COUNT_VECTORS, (info.id,)).fetchone()["n"]
         indexes = _indexes(conn, info.id)
         conn.rollback()
         current = max((r["lists"] for r in indexes if r["valid"]), default=None)
         if not needs_rebuild(current, rows) and not _leftovers(indexes):
+            seen(rows, current)
             return None
         conn.autocommit = True  # CREATE / DROP INDEX CONCURRENTLY cannot run inside a transaction
         try:
             with _build_lock(conn, stop) as locked:
-                return _rebuild(conn, info) if locked else None
+                return _rebuild(conn, info, seen) if locked else None
         finally:
             conn.autocommit = False
 
 
-def _rebuild(conn: psycopg.Connection, info: NamespaceInfo) -> int | None:
+def _rebuild(conn: psycopg.Connection, info: NamespaceInfo, seen: Callable[[int, int | None], None]) -> int | None:
     for name in _leftovers(_indexes(conn, info.id)):  # left by a build or a drop that was cut short
         conn.execute(q.drop_index_concurrently(name))
     rows = conn.execute(q.COUNT_VECTORS, (info.id,)).fetchone()["n"]
     current = current_lists(conn, info.id)
     if not needs_rebuild(current, rows):  # another process rebuilt it meanwhile
+        seen(rows, current)
         return None
     lists = lists_for(rows)
     megabytes = build_memory_bytes(lists, info.embedding_dim) * 5 // 4 // 2**20 + 64  # with a margin
@@ -235,6 +274,7 @@ def _rebuild(conn: psycopg.Connection, info: NamespaceInfo) -> int | None:
     for index in _indexes(conn, info.id):
         if index["lists"] != lists:
             conn.execute(q.drop_index_concurrently(index["name"]))
+    seen(rows, lists)
     return lists
 
 

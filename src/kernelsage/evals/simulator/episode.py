@@ -163,7 +163,7 @@ def run_episode(ctx: EpisodeContext, truth: Truth, *, position: int, operator: i
         seed = draws.integer(ctx.seed, "policy", ctx.policy_key, position, 2)
         consolidation = truth.timed("consolidate", lambda: memory.consolidate(seed=seed))
         truth.max_hot_tokens = max(truth.max_hot_tokens, consolidation.tokens_used)
-    _observe(ctx, truth, stages, episode_id, operator)
+    _observe(ctx, truth, stages, committed, operator)
     truth.effects.append((drafting.effect, refine_effect))
     truth.memory_tokens.append(sum(s.tokens for s in stages))
     return _record(ctx, position, op, episode_id, rounds, t_first, t_best, trace, committed, consolidation)
@@ -179,7 +179,7 @@ def _stored(memory: Memory, committed: CommitResult, lessons: list[NewItem]) -> 
     return [(item, by_key[int(memory.get_item(item).metadata["key"])]) for item in committed.new_item_ids]
 
 
-def _observe(ctx: EpisodeContext, truth: Truth, stages: list[_Stage], episode_id: str, operator: int) -> None:
+def _observe(ctx: EpisodeContext, truth: Truth, stages: list[_Stage], committed: CommitResult, operator: int) -> None:
     """Count what was shown and what it contributed; note when an item's stored utility first fell below 0."""
     shown_in: dict[int, list[str]] = defaultdict(list)
     for s in stages:
@@ -194,8 +194,8 @@ def _observe(ctx: EpisodeContext, truth: Truth, stages: list[_Stage], episode_id
     truth.shown_values.append(contributed)
     truth.harmful_shown.append((len(contributed), sum(v < HARMFUL for v in contributed.values())))
     if ctx.memory.policy.learning == "credit":
-        credits = truth.timed("credits", lambda: ctx.memory.episode_credits(episode_id))  # the store's audit
-        for item, (_, _, after) in credits.items():
+        # the store's credit audit as the commit stored it (what Memory.episode_credits reads back)
+        for item, (_, _, after) in committed.stored_credits.items():
             if after < 0 and item not in truth.first_negative:
                 truth.first_negative[item] = truth.exposures[item]
 
