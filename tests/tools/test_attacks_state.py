@@ -23,8 +23,8 @@ just after it, by its median and by its latency (the mean), measured relative to
 (`gain`): the comparison is relative, and load on the shared machine moves it little. An attack that answers
 from its state on only part of the calls is also held against its own build with the cheat switched off
 (`KS_SHARE 0`: every call honest, the same code around the loop): the same loop compiled inside an attack ran
-1.3-1.6x faster than compiled alone (argmax 4.2-4.5 ms against 6.4-6.7 ms, rowsum likewise), a gain of code
-generation that a cheat held to its own honest pace inherits and that is not the cheat's.
+1.4-1.6x faster than compiled alone (argmax 4.2-4.5 ms against 6.4-6.7 ms; rowsum's held build had run
+1.26-1.58x faster than its KS_HONEST build in earlier runs), a gain of code generation that a cheat held to its own honest pace inherits and that is not the cheat's.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from kernelsage.memory_backend import queries as q
+from kernelsage.memory_backend.database import autocommit
 from kernelsage.memory_backend.items import NamespaceInfo
 
 EXACT_BELOW = 5_000  # below this many items a namespace keeps one list: every search reads all its vectors
@@ -74,8 +75,12 @@ def needs_rebuild(current_lists: int | None, rows: int) -> bool:
 
 
 def _indexes(conn: psycopg.Connection, namespace_id: int) -> list[dict]:
+    return _send_indexes(conn, namespace_id).fetchall()
+
+
+def _send_indexes(conn: psycopg.Connection, namespace_id: int) -> psycopg.Cursor:
     prefix = q.vector_index_prefix(namespace_id)
-    return conn.execute(q.VECTOR_INDEXES, {"prefix": prefix, "past": prefix[:-1] + chr(ord(prefix[-1]) + 1)}).fetchall()
+    return conn.execute(q.VECTOR_INDEXES, {"prefix": prefix, "past": prefix[:-1] + chr(ord(prefix[-1]) + 1)})
 
 
 def current_lists(conn: psycopg.Connection, namespace_id: int) -> int | None:
@@ -85,8 +90,7 @@ def current_lists(conn: psycopg.Connection, namespace_id: int) -> int | None:
 
 def send_current_lists(conn: psycopg.Connection, namespace_id: int) -> Callable[[], int | None]:
     """`current_lists` in two steps: the query is sent now, its answer read by the function returned."""
-    prefix = q.vector_index_prefix(namespace_id)
-    cursor = conn.execute(q.VECTOR_INDEXES, {"prefix": prefix, "past": prefix[:-1] + chr(ord(prefix[-1]) + 1)})
+    cursor = _send_indexes(conn, namespace_id)
 
     def read() -> int | None:
         valid = [r["lists"] for r in cursor.fetchall() if r["valid"]]
@@ -245,12 +249,9 @@ def _maintain(pool: ConnectionPool, info: NamespaceInfo, stop: threading.Event |
         if not needs_rebuild(current, rows) and not _leftovers(indexes):
             seen(rows, current)
             return None
-        conn.autocommit = True  # CREATE / DROP INDEX CONCURRENTLY cannot run inside a transaction
-        try:
-            with _build_lock(conn, stop) as locked:
-                return _rebuild(conn, info, seen) if locked else None
-        finally:
-            conn.autocommit = False
+        # CREATE / DROP INDEX CONCURRENTLY cannot run inside a transaction
+        with autocommit(conn), _build_lock(conn, stop) as locked:
+            return _rebuild(conn, info, seen) if locked else None
 
 
 def _rebuild(conn: psycopg.Connection, info: NamespaceInfo, seen: Callable[[int, int | None], None]) -> int | None:
@@ -287,18 +288,14 @@ def drop_orphaned(pool: ConnectionPool, stop: threading.Event | None = None) -> 
     left behind are dropped by the next call.
     """
     dropped = []
-    with pool.connection() as conn:
-        conn.autocommit = True
-        try:
-            with _build_lock(conn, stop) as locked:  # a concurrent drop and build on one table deadlock too
-                for row in conn.execute(q.ORPHANED_VECTOR_INDEXES, (q.VECTOR_INDEX_FAMILY,)).fetchall() if locked else ():
-                    try:
-                        conn.execute(q.drop_index_concurrently(row["name"]))
-                        dropped.append(row["name"])
-                    except psycopg.Error as exc:
-                        _log.warning("could not drop the vector index %s of a deleted namespace (%s)", row["name"],
-                                     " ".join(str(exc).split()))
-        finally:
-            conn.autocommit = False
+    # (a concurrent drop and build on one table deadlock too: the build lock)
+    with pool.connection() as conn, autocommit(conn), _build_lock(conn, stop) as locked:
+        for row in conn.execute(q.ORPHANED_VECTOR_INDEXES, (q.VECTOR_INDEX_FAMILY,)).fetchall() if locked else ():
+            try:
+                conn.execute(q.drop_index_concurrently(row["name"]))
+                dropped.append(row["name"])
+            except psycopg.Error as exc:
+                _log.warning("could not drop the vector index %s of a deleted namespace (%s)", row["name"],
+                             " ".join(str(exc).split()))
     return dropped
 
