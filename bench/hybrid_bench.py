@@ -10,6 +10,10 @@ pool of 40, ranked by relevance alone: the static policy), k = 10. Not a test: f
 
     .venv/bin/python bench/hybrid_bench.py --items 10000
     .venv/bin/python bench/hybrid_bench.py --items 100000 --queries 300 --cache /tmp/hybrid-cache
+    .venv/bin/python bench/hybrid_bench.py --items 100000 --beside 20000 --cache /tmp/hybrid-cache
+
+`--beside N` first stores N of the same items in another namespace, so the measured namespace shares the
+tables (and, before migration 7, every common name's index entries) with it, its rows stored after.
 """
 
 from __future__ import annotations
@@ -95,13 +99,18 @@ def embed(texts: list[str], cache: Path | None, key: str) -> np.ndarray:
     return vectors
 
 
+def random_unit(count: int, rng: np.random.Generator, dim: int = LocalMiniLMEmbeddings.dimension) -> np.ndarray:
+    vectors = rng.normal(size=(count, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
 def measure(store: MemoryStore, namespace: str, embeddings: Embeddings, queries: list[str], truth: list[int],
             retrieval: str, passes: int) -> dict[str, object]:
     memory = store.open(namespace, embeddings=embeddings, policy="static",
                         params=SageParams(retrieval=retrieval, top_k=10))
     for query in queries:  # warm: the pages these queries read in memory, as on a server in use
         memory.retrieve(query, k=10)
-    hits, p50s, p95s = [], [], []
+    hits, p50s, p95s, samples = [], [], [], []
     for _ in range(passes):
         samples = []
         hits = []
@@ -112,13 +121,26 @@ def measure(store: MemoryStore, namespace: str, embeddings: Embeddings, queries:
             hits.append(right in {s.item.id for s in found})
         p50s.append(float(np.percentile(samples, 50)))
         p95s.append(float(np.percentile(samples, 95)))
-    per_kind = {kind: float(np.mean(hits[i::len(ERRORS)])) for i, kind in
-                enumerate(["undeclared", "no_member", "no_matching_call", "name_only"])}
+    kinds = ["undeclared", "no_member", "no_matching_call", "name_only"]
+    per_kind = {kind: float(np.mean(hits[i::len(ERRORS)])) for i, kind in enumerate(kinds)}
+    p50_by_kind = {kind: round(float(np.percentile(samples[i::len(ERRORS)], 50)), 2)
+                   for i, kind in enumerate(kinds)}  # the last pass's
     boot = np.random.default_rng(0).choice(np.asarray(hits, dtype=float), size=(2000, len(hits))).mean(axis=1)
     return {"recall_at_10": float(np.mean(hits)), "recall_ci95": [float(np.percentile(boot, 2.5)),
                                                                   float(np.percentile(boot, 97.5))],
-            "recall_by_query": per_kind, "p50_ms_per_pass": [round(p, 2) for p in p50s],
+            "recall_by_query": per_kind, "p50_ms_by_query_last_pass": p50_by_kind,
+            "p50_ms_per_pass": [round(p, 2) for p in p50s],
             "p95_ms_per_pass": [round(p, 2) for p in p95s]}
+
+
+def load(memory, texts: list[str], evidence: list[str], vectors: np.ndarray) -> list[int]:
+    """The items stored in batches of 10,000; their ids."""
+    ids: list[int] = []
+    for offset in range(0, len(texts), 10_000):
+        ids += memory.add_items([NewItem(text=t, evidence=e, embedding=v.tolist()) for t, e, v in
+                                 zip(texts[offset:offset + 10_000], evidence[offset:offset + 10_000],
+                                     vectors[offset:offset + 10_000], strict=True)])
+    return ids
 
 
 def main() -> None:
@@ -127,27 +149,39 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="a multiple of 4 (the four query kinds)")
     parser.add_argument("--passes", type=int, default=3, help="timed passes over the queries (p50 spread)")
     parser.add_argument("--cache", type=Path, default=None, help="keep the item embeddings here between runs")
+    parser.add_argument("--vectors", choices=("minilm", "random"), default="minilm",
+                        help="random: unit vectors in 384 dimensions instead of embeddings (the lexical side and "
+                             "the latency are measured; the vector ranking, hence its recall, is meaningless)")
+    parser.add_argument("--beside", type=int, default=0,
+                        help="store this many of the items in another namespace first (at most --items)")
     args = parser.parse_args()
     rng = np.random.default_rng(2026)
     texts, evidence, names = corpus(args.items, rng)
     started = time.perf_counter()
-    vectors = embed(texts, args.cache, f"items-{args.items}")
+    vectors = embed(texts, args.cache, f"items-{args.items}") if args.vectors == "minilm" else \
+        random_unit(args.items, np.random.default_rng(1))
     embed_s = time.perf_counter() - started
     targets = rng.choice(args.items, size=args.queries, replace=False)
     queries = [ERRORS[n % len(ERRORS)].format(line=int(t) % 97, name=names[t]) for n, t in enumerate(targets)]
-    embeddings = Precomputed(dict(zip(queries, LocalMiniLMEmbeddings().embed_documents(queries), strict=True)))
-    results: dict[str, object] = {"items": args.items, "queries": args.queries, "embed_s": round(embed_s, 1)}
+    query_vectors = LocalMiniLMEmbeddings().embed_documents(queries) if args.vectors == "minilm" else \
+        random_unit(len(queries), np.random.default_rng(2)).tolist()
+    embeddings = Precomputed(dict(zip(queries, query_vectors, strict=True)))
+    results: dict[str, object] = {"items": args.items, "beside": args.beside, "vectors": args.vectors,
+                                  "queries": args.queries,
+                                  "embed_s": round(embed_s, 1)}
     with tempfile.TemporaryDirectory(prefix="kernelsage-hybrid-") as data_dir:
         store = MemoryStore(open_pool(embedded_database_url(Path(data_dir))), owns_pool=True)
-        memory = store.open("bench-hybrid", embedding_dim=vectors.shape[1])
         started = time.perf_counter()
-        ids: list[int] = []
-        for offset in range(0, args.items, 10_000):
-            ids += memory.add_items([NewItem(text=t, evidence=e, embedding=v.tolist()) for t, e, v in
-                                     zip(texts[offset:offset + 10_000], evidence[offset:offset + 10_000],
-                                         vectors[offset:offset + 10_000], strict=True)])
+        if args.beside:
+            load(store.open("bench-hybrid-beside", embedding_dim=vectors.shape[1]), texts[:args.beside],
+                 evidence[:args.beside], vectors[:args.beside])
+        ids = load(store.open("bench-hybrid", embedding_dim=vectors.shape[1]), texts, evidence, vectors)
         store.index_builds.wait()
         results["load_s"] = round(time.perf_counter() - started, 1)
+        with store.pool.connection() as conn:  # the lexical table with its indexes (both namespaces)
+            results["lexical_mb"] = float(conn.execute(
+                "SELECT round(pg_total_relation_size(coalesce(to_regclass('ks_item_names'), "
+                "to_regclass('ks_item_lexemes'))) / 1048576.0, 1) AS mb").fetchone()["mb"])
         truth = [ids[t] for t in targets]
         for retrieval in ("vector", "hybrid"):
             results[retrieval] = measure(store, "bench-hybrid", embeddings, queries, truth, retrieval, args.passes)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import string
+
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -79,7 +82,7 @@ def test_names_follow_an_error_signature_written_later_and_leave_with_the_item(s
     assert memory.retrieve("error: 'ks_tile_len_v3' undeclared").cold[0].item.id == ids[5]
     store.delete_namespace(namespace)
     with store.pool.connection() as conn:
-        left = conn.execute("SELECT count(*) AS n FROM ks_item_lexemes WHERE item_id = ANY(%s)", (ids,)).fetchone()
+        left = conn.execute("SELECT count(*) AS n FROM ks_item_names WHERE item_id = ANY(%s)", (ids,)).fetchone()
     assert left["n"] == 0
 
 
@@ -87,6 +90,20 @@ def test_query_names_keep_identifiers_whole_and_drop_prose() -> None:
     text = "x.cpp:3: error: '_mm256_fmadd_ps' was not declared in this scope; did you mean AscendC::DataCopyPad?"
     assert query_names(text) == ["_mm256_fmadd_ps", "ascendc", "datacopypad"]
     assert query_names("half float16 __aicore__ TQue The error") == ["float16", "__aicore__", "tque"]
+
+
+def test_the_database_keeps_the_names_a_query_looks_up(store: MemoryStore) -> None:
+    # ks_names (migration 7) and hybrid.query_names must agree on what a name is, or a query would look up a
+    # name no item is indexed under: random texts of identifiers, digits, underscores, case and punctuation
+    rng = random.Random(7)
+    alphabet = "aZ_9 .:'<>(),-" + string.ascii_letters[:6] + "QX0"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(400)]
+    texts += ["_mm256_fmadd_ps AscendC::DataCopyPad LocalTensor<float16> e1 ab_ X9 aB The __aicore__"]
+    with store.pool.connection() as conn:
+        stored = [set(r["names"]) for r in conn.execute("SELECT ks_names(t) AS names FROM unnest(%s::text[]) "
+                                                        "WITH ORDINALITY AS x(t, n) ORDER BY n", (texts,))]
+    assert stored == [set(query_names(t, limit=len(t))) for t in texts]
+    assert stored[-1] == {"_mm256_fmadd_ps", "ascendc", "datacopypad", "localtensor", "float16", "ab_", "__aicore__"}
 
 
 def test_reciprocal_rank_fusion_sums_reciprocal_ranks() -> None:

@@ -12,8 +12,11 @@ from psycopg.conninfo import make_conninfo
 
 from kernelsage.memory_backend import migrations
 from kernelsage.memory_backend.database import open_pool
+from kernelsage.memory_backend.items import NewItem
+from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.store import MemoryStore
 from tests.memory.helpers import seed_items, unit_vectors
+from tests.memory.test_hybrid import Pointing
 
 
 @pytest.fixture
@@ -54,7 +57,7 @@ def test_migration_6_keeps_residency_and_history_of_a_database_with_data(empty_d
                     conn.execute("UPDATE ks_namespaces SET hot_version = 1 WHERE id = %s", (namespace.info.id,))
 
         store = MemoryStore(pool)  # opening with this release upgrades it
-        assert store.applied_migrations() == [1, 2, 3, 4, 5, 6]
+        assert store.applied_migrations() == [v for v, _, _ in migrations.MIGRATIONS]
         with pool.connection() as conn:
             flag = conn.execute("SELECT count(*) AS n FROM information_schema.columns "
                                 "WHERE table_name = 'ks_item_vectors' AND column_name = 'resident'").fetchone()
@@ -76,6 +79,37 @@ def test_migration_6_keeps_residency_and_history_of_a_database_with_data(empty_d
         with pool.connection() as conn:
             assert _events(conn, gone.info.id) == []
             assert len(_events(conn, kept.info.id)) == 2
+        store.close()
+    finally:
+        pool.close()
+
+
+def test_migration_7_moves_the_names_of_a_database_with_data(empty_database: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = open_pool(empty_database)
+    try:
+        with monkeypatch.context() as old:  # names in migration 5's GIN-indexed lexemes
+            old.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:6])
+            before = MemoryStore(pool)
+            memory = before.open("named", embedding_dim=8)
+            ids = memory.add_items([NewItem(text=f"call DataCopyPadV{i} on the tail", evidence=f"episode e{i}",
+                                            embedding=v.tolist()) for i, v in enumerate(unit_vectors(4, dim=8, seed=3))])
+            gone = before.open("gone", embedding_dim=16)
+            seed_items(gone, unit_vectors(3, seed=4))
+        store = MemoryStore(pool)
+        with pool.connection() as conn:
+            assert conn.execute("SELECT to_regclass('ks_item_lexemes') AS t").fetchone()["t"] is None
+            names = {(r["name"], r["item_id"]) for r in conn.execute(
+                "SELECT name, item_id FROM ks_item_names WHERE namespace_id = %s", (memory.info.id,))}
+        # name-shaped words only (not "call", "the", "tail", "episode"; "e0" is too short), lower-cased
+        assert names == {(f"datacopypadv{i}", item) for i, item in enumerate(ids)}
+        hybrid = store.open("named", embeddings=Pointing(), policy="static",
+                            params=SageParams(retrieval="hybrid", pool_size=2, top_k=1))
+        assert hybrid.retrieve("error: 'DataCopyPadV2' was not declared").cold[0].item.id == ids[2]
+        assert store.delete_namespace("gone")
+        with pool.connection() as conn:
+            left = conn.execute("SELECT namespace_id, count(*) AS n FROM ks_item_names GROUP BY 1").fetchall()
+        assert [(r["namespace_id"], r["n"]) for r in left] == [(memory.info.id, 4)]
         store.close()
     finally:
         pool.close()

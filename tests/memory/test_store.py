@@ -9,8 +9,8 @@ import pytest
 from psycopg import sql
 
 from kernelsage.errors import EmbeddingDimensionError, EpisodeError, NamespaceError, ReadOnlyMemoryError
+from kernelsage.memory_backend import migrations, vector_index
 from kernelsage.memory_backend import queries as q
-from kernelsage.memory_backend import vector_index
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure, ItemStats, RoundOutcome
@@ -21,7 +21,7 @@ from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 def test_migrations_are_recorded_and_safe_to_run_twice(store: MemoryStore) -> None:
     assert store.migrate() == []
     again = MemoryStore(store.pool)  # a second opener on a migrated database
-    assert again.applied_migrations() == store.applied_migrations() == [1, 2, 3, 4, 5, 6]
+    assert again.applied_migrations() == store.applied_migrations() == [v for v, _, _ in migrations.MIGRATIONS]
 
 
 def test_a_namespace_never_sees_another_namespaces_items(store: MemoryStore, namespace: str) -> None:

@@ -4,7 +4,7 @@ reciprocal-rank fusion (RRF) into the relevance pool that the policy reranks lat
 Kernel errors are named things (an API such as DataCopyPad, an intrinsic such as _mm256_fmadd_ps, an
 attribute): dense vectors place an item about `DataCopyPadV2` as near as one about `DataCopyPad`. The
 lexical side matches the names exactly (migration 5 keeps every word of an item as a whole, lower-cased
-lexeme in ks_item_lexemes); only name-shaped words of the query are looked up, since common words match
+name in ks_item_names, migration 7); only name-shaped words are kept and looked up, since common words match
 most items, cost a read of each, and tell them apart worse than the vectors do. Names count by their rarity
 in the namespace (an IDF, `name_weights`): `AscendC`, in a third of the items, must not tie that third
 with the one item that names the rare API beside it.
@@ -22,7 +22,7 @@ from kernelsage.memory_backend import item_rows
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo
 
-WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the same pattern as ks_lexemes in migration 5
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the same pattern and rule as ks_names in migration 7
 MAX_NAMES = 16  # names looked up per query: a long compiler log names many things, its first ones matter most
 MIN_NAME_CHARS = 3
 COUNT_CAP = 1000  # a namespace's items counted, at most: rarity among so many, a bounded read
@@ -40,17 +40,6 @@ def query_names(text: str, limit: int = MAX_NAMES) -> list[str]:
     """The name-shaped words of a query, lower-cased as the index holds them, first seen first."""
     names = dict.fromkeys(w.lower() for w in WORD.findall(text) if is_name(w))
     return list(names)[:limit]
-
-
-def name_query(name: str) -> str:
-    """A tsquery text matching one name. The lexeme is quoted literally (no parsing, which would split at
-    underscores); WORD admits no quote or backslash, so none needs escaping."""
-    return f"'{name}'"
-
-
-def names_query(names: Sequence[str]) -> str:
-    """A tsquery text matching any of the names."""
-    return " | ".join(name_query(n) for n in names)
 
 
 def name_weights(counts: Sequence[int], items: int, pool: int, common_share: float = COMMON_SHARE) -> list[float]:
@@ -84,14 +73,13 @@ def lexical_pool(conn: psycopg.Connection, info: NamespaceInfo, names: Sequence[
     names that weigh; none when no name does."""
     if not names:
         return []
-    counted = conn.execute(q.LEXICAL_NAME_COUNTS, {"names": [name_query(n) for n in names], "ns": info.id,
+    counted = conn.execute(q.LEXICAL_NAME_COUNTS, {"names": list(names), "ns": info.id,
                                                    "cap": COUNT_CAP, "share": COMMON_SHARE, "pool": size}).fetchall()
     weights = name_weights([r["df"] for r in counted], counted[0]["items"], size)
     kept = [(n, w) for n, w in zip(names, weights, strict=True) if w > 0]
     if not kept:
         return []
-    rows = conn.execute(q.LEXICAL_ITEMS, {"tsq": names_query([n for n, _ in kept]), "ns": info.id, "n": size,
-                                          "names": [name_query(n) for n, _ in kept],
+    rows = conn.execute(q.LEXICAL_ITEMS, {"ns": info.id, "n": size, "names": [n for n, _ in kept],
                                           "weights": [w for _, w in kept], "exclude": exclude_resident}).fetchall()
     return [item_rows.to_item({k: v for k, v in r.items() if k != "rank"}) for r in rows]
 

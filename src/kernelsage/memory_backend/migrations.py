@@ -257,6 +257,78 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             EXECUTE FUNCTION ks_namespaces_delete_hot_events();
         """,
     ),
+    (
+        7,
+        "lexical retrieval by a table of names keyed by namespace: a common name costs a bounded read",
+        """
+        -- Migration 5's GIN index had one posting list per word for the whole table: counting the items of one
+        -- namespace that hold a common name (LocalTensor, float16) built the bitmap of every row holding it, in
+        -- every namespace (20-80 ms at 120K items). A B-tree keyed (namespace, name, item) answers "does this
+        -- namespace hold the name more than N times?" by reading N + 1 entries, and the items of a rare name by
+        -- reading those alone. Only name-shaped words are kept, the words queries look up (hybrid.is_name:
+        -- at least 3 characters with an underscore, a digit or a capital after the first), lower-cased.
+        CREATE FUNCTION ks_names(doc text) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT ARRAY(SELECT DISTINCT lower(m[1]) FROM regexp_matches(doc, '([A-Za-z_][A-Za-z0-9_]*)', 'g') AS m
+                         WHERE length(m[1]) >= 3 AND (m[1] ~ '[_0-9]' OR substr(m[1], 2) ~ '[A-Z]'))
+        $$;
+        -- What lexical retrieval reads of an item: text, evidence, code example and an error signature.
+        CREATE FUNCTION ks_item_names_of(text text, evidence text, code text, metadata jsonb) RETURNS text[]
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT ks_names(concat_ws(' ', text, evidence, code, metadata->>'error_signature'))
+        $$;
+        -- No foreign keys (a locking lookup per name row would cost more than the insert): items are deleted
+        -- only with their namespace, whose deletion removes its names in one statement-level trigger.
+        CREATE TABLE ks_item_names (
+            namespace_id int NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            item_id bigint NOT NULL,
+            PRIMARY KEY (namespace_id, name, item_id)
+        );
+        INSERT INTO ks_item_names (namespace_id, name, item_id)
+            SELECT i.namespace_id, n.name, i.id
+            FROM ks_items i, unnest(ks_item_names_of(i.text, i.evidence, i.code_example, i.metadata)) AS n(name);
+        CREATE FUNCTION ks_items_names_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO ks_item_names (namespace_id, name, item_id)
+                SELECT i.namespace_id, n.name, i.id
+                FROM new_items i, unnest(ks_item_names_of(i.text, i.evidence, i.code_example, i.metadata)) AS n(name);
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER ks_items_names_insert AFTER INSERT ON ks_items REFERENCING NEW TABLE AS new_items
+            FOR EACH STATEMENT EXECUTE FUNCTION ks_items_names_insert();
+        -- The old names are found by primary key (namespace, name, item), then the new ones written.
+        CREATE FUNCTION ks_items_names_update() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM ks_item_names WHERE namespace_id = OLD.namespace_id AND item_id = OLD.id
+                AND name = ANY(ks_item_names_of(OLD.text, OLD.evidence, OLD.code_example, OLD.metadata));
+            INSERT INTO ks_item_names (namespace_id, name, item_id)
+                SELECT NEW.namespace_id, n.name, NEW.id
+                FROM unnest(ks_item_names_of(NEW.text, NEW.evidence, NEW.code_example, NEW.metadata)) AS n(name);
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER ks_items_names_update AFTER UPDATE OF text, evidence, code_example, metadata ON ks_items
+            FOR EACH ROW WHEN (OLD.text IS DISTINCT FROM NEW.text OR OLD.evidence IS DISTINCT FROM NEW.evidence
+                               OR OLD.code_example IS DISTINCT FROM NEW.code_example
+                               OR OLD.metadata->>'error_signature' IS DISTINCT FROM NEW.metadata->>'error_signature')
+            EXECUTE FUNCTION ks_items_names_update();
+        CREATE FUNCTION ks_namespaces_delete_names() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM ks_item_names n USING deleted_namespaces d WHERE n.namespace_id = d.id;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER ks_namespaces_delete_names AFTER DELETE ON ks_namespaces
+            REFERENCING OLD TABLE AS deleted_namespaces FOR EACH STATEMENT
+            EXECUTE FUNCTION ks_namespaces_delete_names();
+        DROP TRIGGER ks_items_lexemes_insert ON ks_items;
+        DROP TRIGGER ks_items_lexemes_update ON ks_items;
+        DROP TABLE ks_item_lexemes;
+        DROP FUNCTION ks_items_lexemes_insert(), ks_items_lexemes_update(),
+            ks_item_lexemes_of(text, text, text, jsonb), ks_lexemes(text);
+        """,
+    ),
 )
 
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(%s, 0)"

@@ -119,25 +119,25 @@ BUMP_UGC_EPOCH = "UPDATE ks_namespaces SET ugc_epoch = ugc_epoch + 1 WHERE id = 
 # fewer rows than asked for.
 SEARCH_SETTINGS = "SELECT set_config('ivfflat.probes', %s, true), set_config('ivfflat.iterative_scan', %s, true)"
 
-# Lexical retrieval (hybrid.py). First how rare each of the query's names is: the namespace's items, counted
-# up to %(cap)s, and per name (%(names)s: one-lexeme tsquery texts) the items holding it, counted only up to
-# one past the count that makes a name common (hybrid.name_weights: %(share)s of the items counted, at least
-# %(pool)s), so that a common name costs its GIN posting list and a few rows, not a read of each item.
+# Lexical retrieval (hybrid.py), on ks_item_names (migration 7). First how rare each of the query's names
+# (%(names)s, lower-cased) is: the namespace's items, counted up to %(cap)s, and per name the items holding
+# it, counted only up to one past the count that makes a name common (hybrid.name_weights: %(share)s of the
+# items counted, at least %(pool)s). Each count reads at most that many entries of the names' primary key, so
+# a name every item holds costs no more than a rare one.
 LEXICAL_NAME_COUNTS = (
     "WITH total AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM ks_items WHERE namespace_id = %(ns)s "
     "LIMIT %(cap)s) AS s) "
-    "SELECT (SELECT n FROM total) AS items, (SELECT count(*) FROM (SELECT 1 FROM ks_item_lexemes l "
-    "WHERE l.lexemes @@ x.q::tsquery AND l.namespace_id = %(ns)s "
+    "SELECT (SELECT n FROM total) AS items, (SELECT count(*) FROM (SELECT 1 FROM ks_item_names m "
+    "WHERE m.namespace_id = %(ns)s AND m.name = x.name "
     "LIMIT (SELECT greatest(ceil(t.n * %(share)s)::bigint, %(pool)s) + 1 FROM total t)) AS s) AS df "
-    "FROM unnest(%(names)s::text[]) WITH ORDINALITY AS x(q, ord) ORDER BY x.ord"
+    "FROM unnest(%(names)s::text[]) WITH ORDINALITY AS x(name, ord) ORDER BY x.ord"
 )
-# Then the items holding any of the names kept (%(tsq)s, their OR), ranked by the summed weights
-# (%(weights)s, hybrid.name_weights) of the names each holds, then by id. Common names are left out of
-# %(tsq)s, so the GIN index finds few rows and ranking reads only those.
+# Then the items holding any of the names kept (common ones are left out, so each name read holds few items),
+# ranked by the summed weights (%(weights)s, hybrid.name_weights) of the names each holds, then by id.
 LEXICAL_ITEMS = (
-    f"SELECT {_ITEM_COLUMNS_OF_I}, m.rank FROM (SELECT l.item_id, (SELECT sum(w.weight) "
-    "FROM unnest(%(names)s::text[], %(weights)s::float8[]) AS w(q, weight) WHERE l.lexemes @@ w.q::tsquery) AS rank "
-    "FROM ks_item_lexemes l WHERE l.lexemes @@ %(tsq)s::tsquery AND l.namespace_id = %(ns)s) AS m "
+    f"SELECT {_ITEM_COLUMNS_OF_I}, m.rank FROM (SELECT n.item_id, sum(w.weight) AS rank "
+    "FROM unnest(%(names)s::text[], %(weights)s::float8[]) AS w(name, weight) "
+    "JOIN ks_item_names n ON n.namespace_id = %(ns)s AND n.name = w.name GROUP BY n.item_id) AS m "
     "JOIN ks_items i ON i.id = m.item_id WHERE NOT (%(exclude)s AND i.state = 'hot') "
     "ORDER BY m.rank DESC, m.item_id LIMIT %(n)s"
 )
