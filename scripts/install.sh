@@ -28,4 +28,20 @@ fi
 .venv/bin/python -m pip install --quiet -e ".[embedded,local-embeddings,dev,ray,triton]"
 # the wheel's pgvector is built for AVX-512 CPUs: where it cannot run, build it for this one
 bash scripts/pgvector_for_this_cpu.sh .venv/bin/python
+
+# Optional: triton-ascend's compiler for the triton backend's npu-frontend device (docs/triton.md), in a
+# virtual environment of its own (it installs the `triton` package too, so it cannot share .venv). About
+# 35 s here (torch from the local wheel, triton-ascend 54 MB); never fails the installation.
+install_triton_ascend() {
+    "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || {
+        echo "warning: triton-ascend 3.2.0 is built for Python 3.11 only; $PYTHON is not" >&2; return 1; }
+    [ -d .venv-triton-ascend ] || "$PYTHON" -m venv .venv-triton-ascend || return 1
+    .venv-triton-ascend/bin/python -m pip install --quiet "torch==2.13.0" "triton_ascend==3.2.0" "pybind11==3.1.0"
+}
+if [ "${KERNELSAGE_SKIP_TRITON_ASCEND:-0}" != "1" ]; then
+    if ! install_triton_ascend; then
+        echo "warning: triton-ascend was not installed in .venv-triton-ascend; the triton backend's npu-frontend" \
+             "device is unavailable (see 'kernelsage doctor --backend triton')" >&2
+    fi
+fi
 echo "kernelsage installed in .venv: try '.venv/bin/kernelsage --version'"

@@ -170,9 +170,10 @@ def check_ascend() -> Check:
 
 
 def check_triton() -> list[Check]:
-    """The triton backend (optional): one line per device (interpret, cuda, npu), usable or why not."""
+    """The triton backend (optional): one line per device (interpret, cuda, npu, npu-frontend), usable or why
+    not, and whether the runner's seccomp filter installs here."""
     from kernelsage.tools.isolation import detect
-    from kernelsage.tools.triton.devices import DEVICES, device_status
+    from kernelsage.tools.triton.devices import DEVICES, device_status, syscall_filter_status
     from kernelsage.tools.triton.python_view import usable
 
     checks = []
@@ -183,6 +184,9 @@ def check_triton() -> list[Check]:
         checks.append(Check(f"triton {device}", "ok" if ok else "warn",
                             status.detail if ok else f"unavailable (optional): {problem or status.detail}",
                             "" if ok else "see docs/triton.md"))
+    installs, detail = syscall_filter_status()
+    checks.append(Check("triton seccomp filter", "ok" if installs else "warn", detail,
+                        "" if installs else "a Linux kernel with seccomp filters on x86_64 or aarch64: see docs/triton.md"))
     return checks
 
 

@@ -114,7 +114,8 @@ UnsafeOption = typer.Option(
 
 
 DeviceOption = typer.Option(
-    None, "--device", help="The triton backend's device: interpret (CPU, correctness only), cuda or npu; default "
+    None, "--device", help="The triton backend's device: interpret (CPU, correctness only), cuda, npu, or npu-frontend "
+                           "(triton-ascend's compiler without CANN: compile feedback only); default "
                            "KERNELSAGE_TRITON_DEVICE, else cuda where torch sees a GPU, else interpret.")
 
 
@@ -160,6 +161,8 @@ def check(
         if backend_name != "triton":
             raise ConfigurationError(f"--device chooses a triton device; the {backend_name} backend has none")
         options["device"] = device
+    if backend_name == "triton":
+        options["tasks"] = (task,)  # npu-frontend compiles for the task's cases, which compile is not handed
     if unsafe_no_isolation:
         err_console.print("[bold red]WARNING: --unsafe-no-isolation: where bubblewrap is unavailable the "
                           "candidate is compiled and run WITHOUT ISOLATION, with your user's access to files, "
@@ -184,6 +187,7 @@ def check(
 
 def _print_check(report: dict[str, Any], evaluation: Any) -> None:
     from kernelsage.tools.diagnostics import describe_mismatches, summarize_compiler_errors
+    from kernelsage.tools.results import Status
 
     compiled, verified, profiled = evaluation.compile, evaluation.verify, evaluation.profile
     table = Table(title=f"check {report['task']} on {report['backend']}: "
@@ -192,6 +196,8 @@ def _print_check(report: dict[str, Any], evaluation: Any) -> None:
                   + (" (cached)" if compiled.cached else ""))
     if not compiled.ok:
         table.add_row("", escape(summarize_compiler_errors(compiled) or compiled.reason or compiled.log[-500:]))
+    elif verified is not None and verified.status is Status.HARNESS_ERROR and compiled.log:
+        table.add_row("", escape(compiled.log.splitlines()[0]))  # how far a compile-only device got
     if verified is not None:
         table.add_row("verify", f"{verified.status.value}: {len(verified.cases)} case runs, {verified.trials} "
                                 f"trials, seed {verified.seed}")

@@ -1,9 +1,12 @@
 """The triton backend: one Python file, kernel.py, whose `ks_kernel(inputs, outputs, attrs)` launches
-@triton.jit kernels, on `interpret` (the CPU, through TRITON_INTERPRET=1), `cuda` or `npu` (devices.py).
+@triton.jit kernels, on `interpret` (the CPU, through TRITON_INTERPRET=1), `cuda`, `npu` or `npu-frontend`
+(devices.py).
 
 "Compile" checks the source (source_check.py: imports, names, attributes) and keeps it, hashed, in the
 build cache; Triton itself compiles when the runner first launches a kernel, so its errors come back from
-verify. Verify and (on a GPU or NPU) profile are decided by a trusted judge in a job of a warm sandbox worker;
+verify. On `npu-frontend` (no NPU, no CANN) compile also runs triton-ascend's front end on every launch of
+the task's cases (ascend_frontend.py), and its errors are the compile errors; nothing is verified or timed
+there. Verify and (on a GPU or NPU) profile are decided by a trusted judge in a job of a warm sandbox worker;
 the candidate runs in a sandboxed Python runner it starts (judge.py, runner.py). Interpreted code is never
 timed: its profile says so and carries no timing and no speedup, so no speed credit is given.
 """
@@ -14,6 +17,7 @@ import dataclasses
 import hashlib
 import secrets
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +42,13 @@ from kernelsage.tools.results import (
 )
 from kernelsage.tools.sandbox import Limits, Sandbox, classify_crash
 from kernelsage.tools.timing import DEFAULT_REPS, DEFAULT_WARMUP
-from kernelsage.tools.triton.devices import choose_device, device_status
+from kernelsage.tools.triton import ascend_frontend
+from kernelsage.tools.triton.devices import COMPILE_ONLY, choose_device, device_status
 from kernelsage.tools.triton.source_check import FILE, check_source
 
 JOBS = "kernelsage.tools.triton.jobs"
+NOT_RUN = ("not run: the npu-frontend device compiles only (triton-ascend's front end, without CANN or an NPU); "
+           "nothing is verified or timed here. Use --device npu on an Ascend host, or interpret for correctness")
 UNTIMED = ("not timed: the interpreter (TRITON_INTERPRET=1) checks correctness only. The performance case was not "
            "run and the kernel carries no time and no speedup, so no speed credit is given")
 
@@ -62,7 +69,7 @@ class TritonBackend(IsolatedBackend):
                  trials: int = 3, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
                  run_limits: Limits | None = None, unsafe_no_isolation: bool = False,
                  isolation: Isolation | None = None, memory_limit_mb: int | None = None,
-                 time_limit_s: float | None = None) -> None:
+                 time_limit_s: float | None = None, tasks: Iterable[Task] = ()) -> None:
         from kernelsage.tools.cpu.backend import run_limits_for
 
         self.device = choose_device(device)
@@ -77,6 +84,7 @@ class TritonBackend(IsolatedBackend):
                                          else DEFAULT_RUN_LIMITS)
         self._init_isolation(unsafe_no_isolation, isolation)
         self._sandbox = Sandbox(threads=self.threads, preload=(JOBS,))
+        self._tasks = {task.id: task for task in tasks}  # what npu-frontend compiles for (else the built-in suite)
 
     def close(self) -> None:
         self._sandbox.close()
@@ -103,8 +111,52 @@ class TritonBackend(IsolatedBackend):
         target = self.cache_dir / "triton" / digest[:32] / FILE
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(target, data, mode=0o444)
-        return CompileResult(ok=True, status=Status.OK, seconds=time.perf_counter() - started,
-                             artifact=Artifact(backend=self.name, path=str(target), key=digest[:32], sha256=digest))
+        artifact = Artifact(backend=self.name, path=str(target), key=digest[:32], sha256=digest)
+        if self.device not in COMPILE_ONLY:
+            return CompileResult(ok=True, status=Status.OK, seconds=time.perf_counter() - started, artifact=artifact)
+        task = self._task_for(candidate.task_id)
+        if task is None:
+            message = (f"npu-frontend compiles for a task's cases, and task {candidate.task_id!r} is neither in the "
+                       "built-in suite nor known to the backend (TritonBackend(tasks=[...]), an earlier verify of it, "
+                       "or TritonBackend.frontend(artifact, task))")
+            return CompileResult(ok=False, status=Status.HARNESS_ERROR, log=message, seconds=time.perf_counter() - started,
+                                 errors=[CompilerMessage(file="", line=0, column=0, severity="error", message=message)])
+        result = self.frontend(artifact, task)
+        return result.model_copy(update={"seconds": time.perf_counter() - started})
+
+    def frontend(self, artifact: Artifact, task: Task) -> CompileResult:
+        """triton-ascend's front end on every launch of `task`'s cases by the checked source `artifact`, in the
+        runner's sandbox (what compile adds on npu-frontend): compile feedback, with the artifact when it passed."""
+        started = time.perf_counter()
+        self._tasks.setdefault(task.id, task)
+        found = ascend_frontend.probe(ascend_frontend.interpreter_path())
+        if not found.usable:
+            raise BackendError(f"triton device 'npu-frontend' is not usable here: {found.problem}")
+        payload = {**self._payload(artifact, task), "python": found.executable, "prefixes": list(found.prefixes)}
+        outcome = self._run("frontend", payload)
+        seconds = time.perf_counter() - started
+        data = outcome.result()
+        if data is None:
+            status, message = classify_crash(outcome, self.run_limits)
+            return CompileResult(ok=False, status=status, log=redact(message + "\n" + outcome.stderr_tail),
+                                 seconds=seconds,
+                                 errors=[CompilerMessage(file="", line=0, column=0, severity="error", message=message)])
+        result = ascend_frontend.compile_result(data, artifact, seconds, self.run_limits.wall_s)
+        return result.model_copy(update={"log": redact(result.log)})
+
+    def _task_for(self, task_id: str) -> Task | None:
+        if task_id not in self._tasks:
+            from kernelsage.tasks.loaders import load_suite
+
+            task = load_suite("builtin", task_ids=[task_id]).get(task_id)
+            if task is None:
+                return None
+            self._tasks[task_id] = task
+        return self._tasks[task_id]
+
+    def _not_run(self, task: Task) -> VerifyResult:
+        self._tasks.setdefault(task.id, task)
+        return VerifyResult(status=Status.HARNESS_ERROR, correct=False, message=NOT_RUN)
 
     def _payload(self, artifact: Artifact, task: Task) -> dict[str, Any]:
         job_task = self._job_task(artifact, task)
@@ -118,6 +170,8 @@ class TritonBackend(IsolatedBackend):
     def verify(self, artifact: Artifact, task: Task, *, trials: int | None = None,
                seed: int | None = None) -> VerifyResult:
         """Every case, `trials` rounds of fresh inputs, compared as the cpu backend does (METHOD §8)."""
+        if self.device in COMPILE_ONLY:
+            return self._not_run(task)
         seed = secrets.randbits(31) if seed is None else seed
         trials = trials or self.trials
         started = time.perf_counter()
@@ -141,6 +195,10 @@ class TritonBackend(IsolatedBackend):
         """On interpret: not timed (see `untimed_profile`). On a GPU or NPU: the judge's clock (device_profile)."""
         if self.device == "interpret":
             return untimed_profile(task)
+        if self.device in COMPILE_ONLY:
+            self._tasks.setdefault(task.id, task)
+            return ProfileResult(status=Status.HARNESS_ERROR, ok=False, case=task.perf_case.name, timed=False,
+                                 message=NOT_RUN)
         payload = {**self._payload(artifact, task), "seed": secrets.randbits(31),
                    "warmup": self.warmup if warmup is None else warmup, "reps": reps or self.reps}
         started = time.perf_counter()

@@ -1,6 +1,7 @@
 """The triton backend's devices: `interpret` (the CPU, through TRITON_INTERPRET=1: correctness only), `cuda`
-(NVIDIA GPUs, upstream triton and a CUDA build of torch) and `npu` (Ascend NPUs, triton-ascend and torch_npu
-on a host with CANN). Which one a backend uses, whether it is usable here and why not, and what the runner's
+(NVIDIA GPUs, upstream triton and a CUDA build of torch), `npu` (Ascend NPUs, triton-ascend and torch_npu
+on a host with CANN) and `npu-frontend` (triton-ascend's compiler without CANN or an NPU, in an interpreter of
+its own: compile feedback only, nothing runs; ascend_frontend.py). Which one a backend uses, whether it is usable here and why not, and what the runner's
 sandbox needs to reach it. torch_npu is never imported in this process (it fails, or exits the process,
 without CANN): its probe runs in a child.
 """
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 
 from kernelsage.errors import BackendError
 
-DEVICES = ("interpret", "cuda", "npu")
+DEVICES = ("interpret", "cuda", "npu", "npu-frontend")
+COMPILE_ONLY = ("npu-frontend",)  # devices that compile and cannot run
 DEVICE_ENV = "KERNELSAGE_TRITON_DEVICE"
 CUDA_NODES = ("/dev/nvidia*",)
 NPU_NODES = ("/dev/davinci*", "/dev/devmm_svm", "/dev/hisi_hdc")
@@ -64,7 +66,13 @@ def triton_version() -> str:
 
 
 def device_status(device: str) -> DeviceStatus:
-    """Whether `device` can run Triton kernels here, with the reason and the fix when it cannot."""
+    """Whether `device` can run (on npu-frontend: compile) Triton kernels here, with the reason and the fix
+    when it cannot."""
+    if device == "npu-frontend":
+        from kernelsage.tools.isolation import detect
+        from kernelsage.tools.triton.ascend_frontend import frontend_status
+
+        return DeviceStatus(device, *frontend_status(detect()))
     found = triton_version()
     if not found:
         return DeviceStatus(device, False, "triton is not installed: pip install -e '.[triton]' (docs/triton.md)")
@@ -123,3 +131,25 @@ def sandbox_device_args(device: str) -> list[str]:
             if os.path.isdir(folder):
                 args += ["--ro-bind", folder, folder]
     return args
+
+
+FILTER_PROBE = ("import socket, sys\nsys.path.insert(0, sys.argv[1])\nfrom syscall_filter import install\n"
+                "install('interpret')\ntry:\n    socket.socket().close()\n    print('open')\n"
+                "except PermissionError:\n    print('refused')\n")
+
+
+def syscall_filter_status() -> tuple[bool, str]:
+    """Whether the runner's seccomp filter (sandbox/syscall_filter.py) can be installed here: a child installs
+    it (interpret's policy) and then finds socket() refused. Without it the runner runs no candidate."""
+    from importlib import resources
+
+    with resources.as_file(resources.files("kernelsage.tools.triton.sandbox")) as folder:
+        try:
+            probe = subprocess.run([sys.executable, "-I", "-c", FILTER_PROBE, str(folder)], capture_output=True,
+                                   text=True, timeout=60, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return False, f"the probe did not run: {exc}"
+    if probe.returncode == 0 and probe.stdout.strip() == "refused":
+        return True, "installs here (a test process found socket() refused with EPERM)"
+    last = (probe.stderr.strip().splitlines() or [probe.stdout.strip() or f"exit code {probe.returncode}"])[-1]
+    return False, f"cannot be installed here, so the runner starts no candidate: {last[:200]}"

@@ -1,6 +1,6 @@
-"""What a worker's child does for the triton backend: verify, and profile on a GPU or NPU. The child is the
-trusted judge; the candidate runs in the sandboxed Python runner it starts. `prepare` (the task, loaded in
-the worker and cached) is the cpu backend's.
+"""What a worker's child does for the triton backend: verify, and profile on a GPU or NPU; on `npu-frontend`,
+the compile through triton-ascend's front end. The child is the trusted judge; the candidate runs in the
+sandboxed Python process it starts. `prepare` (the task, loaded in the worker and cached) is the cpu backend's.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 from kernelsage.tasks.model import Task
 from kernelsage.tools.cpu.jobs import Emit, prepare
-from kernelsage.tools.triton import device_profile, judge
+from kernelsage.tools.triton import ascend_frontend, device_profile, judge
 
-__all__ = ["prepare", "profile", "verify"]
+__all__ = ["frontend", "prepare", "profile", "verify"]
 
 
 def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
@@ -20,3 +20,7 @@ def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
 
 def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     device_profile.profile(payload, task, emit)
+
+
+def frontend(payload: dict[str, Any], task: Task, emit: Emit) -> None:
+    ascend_frontend.run_job(payload, task, emit)

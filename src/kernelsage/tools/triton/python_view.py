@@ -15,6 +15,7 @@ import functools
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from kernelsage.errors import BackendError
@@ -34,28 +35,31 @@ def prefixes() -> list[str]:
     return found
 
 
-def unreachable(isolation: Isolation) -> list[str]:
-    """The prefixes the sandbox's host user cannot reach on its own."""
-    return [p for p in prefixes() if not reachable_by_sandbox(p, isolation)]
+def unreachable(isolation: Isolation, found: Sequence[str] | None = None) -> list[str]:
+    """The prefixes (this Python's, or those `found`) the sandbox's host user cannot reach on its own."""
+    return [p for p in (prefixes() if found is None else found) if not reachable_by_sandbox(p, isolation)]
 
 
-def usable(isolation: Isolation) -> str:
-    """'' when the runner's Python can be shown to its sandbox here, else why not."""
-    hidden = unreachable(isolation) if isolation.available else []
+def usable(isolation: Isolation, found: Sequence[str] | None = None) -> str:
+    """'' when the runner's Python (this one, or the one whose prefixes are `found`) can be shown to its
+    sandbox here, else why not."""
+    hidden = unreachable(isolation, found) if isolation.available else []
     if hidden and os.geteuid() != 0:
         return (f"the Python at {', '.join(hidden)} is not readable by the sandbox's user: install Python and the "
                 "virtual environment under a directory others may read")
     return ""
 
 
-def python_binds(isolation: Isolation) -> list[tuple[str, str]]:
-    """(host path, sandbox path) read-only binds that give the sandbox this Python, torch and triton."""
+def python_binds(isolation: Isolation, found: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """(host path, sandbox path) read-only binds that give the sandbox this Python, torch and triton (or the
+    Python whose resolved prefixes are `found`: triton-ascend's, say)."""
     if not isolation.available:
         return []
-    problem = usable(isolation)
+    problem = usable(isolation, found)
     if problem:
         raise BackendError(problem)
-    return [(_reachable_copy(p) if p in unreachable(isolation) else p, p) for p in prefixes()]
+    hidden = unreachable(isolation, found)
+    return [(_reachable_copy(p) if p in hidden else p, p) for p in (prefixes() if found is None else found)]
 
 
 @functools.cache
