@@ -44,6 +44,13 @@ def index_names(store: MemoryStore, namespace_id: int) -> list[str]:
     return [r["relname"] for r in rows]
 
 
+def manual_analyses(store: MemoryStore) -> list[int]:
+    with store.pool.connection() as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return [conn.execute("SELECT analyze_count AS n FROM pg_stat_user_tables WHERE relname = %s",
+                             (table,)).fetchone()["n"] for table in ("ks_items", "ks_item_names")]
+
+
 def test_small_namespaces_are_searched_exactly_and_large_ones_get_lists(store: MemoryStore, namespace: str) -> None:
     memory = MemoryStore(store.pool, params=SageParams(probes=1)).open(namespace, embedding_dim=16)
     assert index_names(store, memory.info.id) == [f"ks_item_vectors_ivf_ns{memory.info.id}_l1"]
@@ -54,11 +61,14 @@ def test_small_namespaces_are_searched_exactly_and_large_ones_get_lists(store: M
         found = [item.id for item, _ in memory.relevance_pool(query, size=10)]
         assert found == ids[np.argsort(-(vectors @ query))[:10]].tolist()
 
+    analysed = manual_analyses(store)
     more = unit_vectors(vector_index.EXACT_BELOW, seed=13)
     seed_items(memory, more)  # past EXACT_BELOW: the write has the index rebuilt with lists, the old one goes
     memory.store.index_builds.wait()
     lists = vector_index.lists_for(len(vectors) + len(more))
     assert index_names(store, memory.info.id) == [f"ks_item_vectors_ivf_ns{memory.info.id}_l{lists}"]
+    # and the planner learns of the growth with it (pg_stat counts manual and automatic analyses apart)
+    assert all(after > before for after, before in zip(manual_analyses(store), analysed, strict=True))
     assert vector_index.maintain(store.pool, memory.info) is None  # nothing more to do at this size
 
 

@@ -119,6 +119,10 @@ BUMP_UGC_EPOCH = "UPDATE ks_namespaces SET ugc_epoch = ugc_epoch + 1 WHERE id = 
 # fewer rows than asked for.
 SEARCH_SETTINGS = "SELECT set_config('ivfflat.probes', %s, true), set_config('ivfflat.iterative_scan', %s, true)"
 
+# Statistics of the tables retrieval plans by namespace, refreshed after an index rebuild (samples; no lock
+# that writers or readers wait for).
+ANALYZE_ITEM_TABLES = "ANALYZE ks_items, ks_item_names"
+
 # Lexical retrieval (hybrid.py), on ks_item_names (migration 7). First how rare each of the query's names
 # (%(names)s, lower-cased) is: the namespace's items, counted up to %(cap)s, and per name the items holding
 # it, counted only up to one past the count that makes a name common (hybrid.name_weights: %(share)s of the

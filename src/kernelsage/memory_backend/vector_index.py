@@ -275,6 +275,10 @@ def _rebuild(conn: psycopg.Connection, info: NamespaceInfo, seen: Callable[[int,
     for index in _indexes(conn, info.id):
         if index["lists"] != lists:
             conn.execute(q.drop_index_concurrently(index["name"]))
+    # The namespace has grown by half since the planner last had to know: a count of its items planned from
+    # older statistics (a few hundred rows) reads every entry of the namespace through a bitmap instead of
+    # stopping at its limit (lexical retrieval: 5 ms instead of 1.3 at 100K items, until autovacuum came).
+    conn.execute(q.ANALYZE_ITEM_TABLES)
     seen(rows, lists)
     return lists
 
