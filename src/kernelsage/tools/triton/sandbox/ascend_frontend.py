@@ -36,7 +36,6 @@ import sys
 import tempfile
 import time
 import traceback
-import types
 import warnings
 from typing import Any
 
@@ -46,7 +45,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.compiler  # noqa: E402
 import triton.language  # noqa: E402
-from guard import Refusals, compute_guard, safe_builtins  # noqa: E402
+from guard import Refusals, compute_guard, load_candidate  # noqa: E402
 from syscall_filter import install as install_syscall_filter  # noqa: E402
 from triton._C.libtriton import ir  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
@@ -320,19 +319,6 @@ def autotuned_run(self: Autotuner, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
-def load_candidate() -> Any:
-    with open(KERNEL_FILE, encoding="utf-8") as handle:
-        source = handle.read()
-    module = types.ModuleType("ks_candidate")
-    module.__dict__.update(__builtins__=safe_builtins(), __file__=KERNEL_FILE)
-    sys.modules["ks_candidate"] = module  # triton.jit reads the source back through the module
-    exec(compile(source, KERNEL_FILE, "exec"), module.__dict__)
-    kernel = module.__dict__.get("ks_kernel")
-    if not callable(kernel):
-        raise TypeError("kernel.py defines no function ks_kernel(inputs, outputs, attrs)")
-    return kernel
-
-
 def host_error(stage: str) -> dict[str, Any]:
     """A Python exception in the candidate's own code: its innermost line in kernel.py, and the exception."""
     kind, error, tb = sys.exc_info()
@@ -395,7 +381,7 @@ def main(argv: list[str]) -> None:
         sys.exit(70)
     errors: list[dict[str, Any]] = []
     try:
-        kernel = load_candidate()
+        kernel = load_candidate(KERNEL_FILE)
     except BaseException:
         errors.append(host_error("load"))
     else:

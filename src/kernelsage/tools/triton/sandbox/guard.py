@@ -17,6 +17,8 @@ judge contain hostile ones (docs/triton.md).
 from __future__ import annotations
 
 import builtins
+import sys
+import types
 from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -66,6 +68,20 @@ class Refusals:
 
     def __init__(self) -> None:
         self.names: list[str] = []
+
+
+def load_candidate(path: str) -> Any:
+    """The candidate's file executed as a module with the guarded builtins; its ks_kernel."""
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    module = types.ModuleType("ks_candidate")
+    module.__dict__.update(__builtins__=safe_builtins(), __file__=path)
+    sys.modules["ks_candidate"] = module  # triton.jit reads the source back through the module
+    exec(compile(source, path, "exec"), module.__dict__)
+    kernel = module.__dict__.get("ks_kernel")
+    if not callable(kernel):
+        raise TypeError("kernel.py defines no function ks_kernel(inputs, outputs, attrs)")
+    return kernel
 
 
 def compute_guard(refusals: Refusals) -> TorchDispatchMode:

@@ -21,7 +21,6 @@ import mmap
 import os
 import sys
 import traceback
-import types
 import warnings
 from typing import Any
 
@@ -30,7 +29,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 import triton  # noqa: E402  (loaded before the filter; the candidate's imports find it loaded)
 import triton.language  # noqa: E402,F401
-from guard import Refusals, compute_guard, safe_builtins  # noqa: E402
+from guard import Refusals, compute_guard, load_candidate  # noqa: E402
 from syscall_filter import install as install_syscall_filter  # noqa: E402
 
 KERNEL_FILE = os.path.join(HERE, "kernel.py")
@@ -94,20 +93,6 @@ def view(mapping: Any, place: dict[str, Any]) -> torch.Tensor:
     return torch.frombuffer(mapping, dtype=dtype, count=count, offset=int(place["offset"])).view(shape)
 
 
-def load_candidate() -> Any:
-    """kernel.py executed as a module with the guarded builtins; its ks_kernel."""
-    with open(KERNEL_FILE, encoding="utf-8") as handle:
-        source = handle.read()
-    module = types.ModuleType("ks_candidate")
-    module.__dict__.update(__builtins__=safe_builtins(), __file__=KERNEL_FILE)
-    sys.modules["ks_candidate"] = module  # triton.jit reads the source back through the module
-    exec(compile(source, KERNEL_FILE, "exec"), module.__dict__)
-    kernel = module.__dict__.get("ks_kernel")
-    if not callable(kernel):
-        raise TypeError("kernel.py defines no function ks_kernel(inputs, outputs, attrs)")
-    return kernel
-
-
 def short_error() -> str:
     text = traceback.format_exc()
     return text if len(text) <= ERROR_CHARS else "...\n" + text[-ERROR_CHARS:]
@@ -127,7 +112,7 @@ class Runner:
             return {"ok": True}
         if op == "load":
             try:
-                self.kernel = load_candidate()
+                self.kernel = load_candidate(KERNEL_FILE)
             except BaseException:
                 return {"ok": False, "error": short_error()}
             return {"ok": True}
