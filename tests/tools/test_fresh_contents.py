@@ -14,7 +14,7 @@ from kernelsage.tasks.model import Tolerance
 from kernelsage.tools.compare import compare_output, poison, poison_value
 from kernelsage.tools.cpu.contents import ELEMENTWISE, WHOLE, Draw, FreshContents, blend_kind
 from kernelsage.tools.cpu.judge import Prepared
-from kernelsage.tools.timing import MIN_UNSEEN, slower_on_unseen
+from kernelsage.tools.timing import MIN_UNSEEN, TimedCall, call_ratios, slower_on_unseen
 
 
 def sets_of(make, count=3, seed=0):
@@ -129,6 +129,17 @@ def test_a_kernel_that_gains_on_fewer_than_half_of_its_calls_moves_no_median_and
     rng = random.Random(3)
     seen = [r * (0.05 if rng.random() < 0.3 else 1.0) for r in noisy(rng, 92)]
     assert slower_on_unseen(seen, noisy(rng, 8)) is None
+
+
+def test_an_unseen_call_is_held_against_its_neighbours_references_not_its_own():
+    # the reference of an unseen call ran on a freshly made instance: 25x slow (it would hide a kernel's state)
+    # or 2x fast (it flagged honest kernels); the seen calls beside it say what the reference takes
+    calls = [TimedCall(n, 1.0, 2.0 if n < 10 else 4.0) for n in range(20) if n not in (4, 15)]
+    calls += [TimedCall(4, 1.0, 50.0, unseen=True), TimedCall(15, 1.0, 2.0, unseen=True)]
+    seen, unseen = call_ratios(calls)
+    assert seen == [0.5] * 9 + [0.25] * 9  # seen calls keep their own reference
+    assert unseen == [pytest.approx(0.5), pytest.approx(0.25)]  # 4 seen neighbours each: 2, 2, 2, 2 / 4, 4, 4, 4
+    assert call_ratios([TimedCall(0, 1.0, 2.0, unseen=True)]) == ([], [0.5])  # no seen call: its own
 
 
 def test_too_few_unseen_calls_decide_nothing():

@@ -6,6 +6,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from kernelsage.tools.results import Timing
 
@@ -94,6 +95,40 @@ def clearly_faster_relative(fast: Timing, fast_reference: Timing, slow: Timing, 
 # the others kept something from earlier calls (reconstruction; docs/security.md). Below it, gains go unflagged.
 UNSEEN_SLOWDOWN = 1.5
 MIN_UNSEEN = 4  # with fewer unseen calls the ranks cannot tell state from chance
+
+
+NEIGHBOURS = 4  # seen calls whose reference times stand in for an unseen call's own
+
+
+@dataclass(frozen=True)
+class TimedCall:
+    """One timed call of a profile: its number in the run, the candidate's and the reference's seconds, and
+    whether its inputs were an instance no call had before."""
+
+    number: int
+    candidate_s: float
+    reference_s: float
+    unseen: bool = False
+
+
+def call_ratios(calls: Sequence[TimedCall], neighbours: int = NEIGHBOURS) -> tuple[list[float], list[float]]:
+    """Candidate over reference time per call, seen calls and unseen ones apart (what `slower_on_unseen` reads).
+
+    A seen call is divided by its own reference. An unseen call is divided by the median reference time of the
+    `neighbours` seen calls nearest to it in the run: its own reference ran on a freshly made instance, whose
+    first use measured 0.8-25x the time of the same operation on the sets' data (a 6 ms add + RMS norm took
+    5.6-152 ms), in either direction, which flagged honest kernels and could hide a kernel's state. The
+    neighbours keep what the per-call ratio was for: load changes cancel (they ran within a few calls of it)."""
+    seen = [c for c in calls if not c.unseen]
+    ratios: tuple[list[float], list[float]] = ([], [])
+    for call in calls:
+        if call.unseen and seen:
+            near = sorted(seen, key=lambda c: (abs(c.number - call.number), c.number))[:neighbours]
+            reference = statistics.median(c.reference_s for c in near)
+        else:
+            reference = call.reference_s
+        ratios[call.unseen].append(call.candidate_s / max(reference, 1e-9))
+    return ratios
 
 
 def slower_on_unseen(seen: Sequence[float], unseen: Sequence[float], *,

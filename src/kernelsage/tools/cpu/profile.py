@@ -78,7 +78,7 @@ from kernelsage.tools.cpu.judge import (
 from kernelsage.tools.cpu.runner import Runner, RunnerFailed
 from kernelsage.tools.cpu.verdicts import OutputCheck
 from kernelsage.tools.results import Status
-from kernelsage.tools.timing import slower_on_unseen, timing_from_samples
+from kernelsage.tools.timing import TimedCall, call_ratios, slower_on_unseen, timing_from_samples
 
 UNSEEN_TRIAL = 1000  # seeds of unseen instances: case_seed(seed, UNSEEN_TRIAL + j, 0), apart from the sets'
 SAMPLED = 1024  # positions poisoned before, and fresh positions checked after, each call on a large output
@@ -196,7 +196,7 @@ class _Timed:
         batch = 1 if self.contents is not None else BATCH
         # repeated contents: at the start of a round followed by a whole round, two sets trade contents
         swap_at = n * self.random.randrange(1, total // n) if self.contents is None and total >= 2 * n else -1
-        candidate, reference = [], []
+        candidate, reference, timed_calls = [], [], []
         for start in range(0, total, batch):
             calls = []
             for number in range(start, min(start + batch, total)):
@@ -209,7 +209,8 @@ class _Timed:
                 if call.number >= warmup:
                     candidate.append(seconds)
                     reference.append(call.reference_s)
-                    self.ratios[call.data < 0].append(seconds / max(call.reference_s, 1e-9))
+                    timed_calls.append(TimedCall(call.number, seconds, call.reference_s, unseen=call.data < 0))
+        self.ratios = call_ratios(timed_calls)
         self.candidate = timing_from_samples(candidate, warmup=warmup)
         self.reference = timing_from_samples(reference, warmup=warmup)
 
