@@ -116,7 +116,7 @@ def call_ratios(calls: Sequence[TimedCall], neighbours: int = NEIGHBOURS) -> tup
 
     A seen call is divided by its own reference. An unseen call is divided by the median reference time of the
     `neighbours` seen calls nearest to it in the run: its own reference ran on a freshly made instance, whose
-    first use measured 0.8-25x the time of the same operation on the sets' data (a 6 ms add + RMS norm took
+    first use measured 0.7-23x the time of the same operation on the sets' data (a 6-8 ms add + RMS norm took
     5.6-152 ms), in either direction, which flagged honest kernels and could hide a kernel's state. The
     neighbours keep what the per-call ratio was for: load changes cancel (they ran within a few calls of it)."""
     seen = [c for c in calls if not c.unseen]

@@ -160,3 +160,13 @@ def test_every_configuration_of_an_autotuned_kernel_is_compiled(frontend) -> Non
     assert compiled.ok, compiled.log
     assert "4 kernel specialisations" in compiled.log  # BLOCK 256 and 1024, for float32 and float16
     assert "BLOCK=256" in compiled.log and "BLOCK=1024" in compiled.log
+
+
+@pytest.mark.parametrize("kernels", [[{"signature": 5}], [{"stages": 7}], [{"constants": [1, 2]}], "kernels",
+                                     [{"stages": ["ttir", 3], "seconds": "x", "ir_chars": None}]])
+def test_a_report_forged_by_the_candidate_is_feedback_not_a_crash(kernels) -> None:
+    # the report comes from the candidate's own process: any shape of it must end as a CompileResult
+    artifact = ascend_frontend.Artifact(backend="triton", path="/nowhere", key="k", sha256="s")
+    result = ascend_frontend.compile_result({"report": {"errors": [], "kernels": kernels}, "cases": ["vec"]},
+                                            artifact, 1.0, 10.0)
+    assert result.status is Status.OK and result.log.startswith("compiled through")

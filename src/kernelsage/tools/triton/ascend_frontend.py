@@ -244,7 +244,8 @@ def compile_result(data: dict[str, Any], artifact: Artifact, seconds: float, wal
                              errors=errors, seconds=seconds,
                              reason="; ".join(e.message for e in errors[:5]) if forbidden else "")
     tool = str(report.get("binary_tool", ""))
-    last = kernels[0]["stages"][-1] if kernels and kernels[0].get("stages") else "nothing"
+    stages = _stages(kernels[0]) if kernels else []
+    last = stages[-1] if stages else "nothing"
     why = f"{BINARY_TOOL} not found" if not tool else f"{BINARY_TOOL} at {tool} is not run by the front end"
     note = (f"compiled through {last} (triton-ascend {report.get('triton', '?')}, {len(kernels)} kernel "
             f"specialisation{'s' if len(kernels) != 1 else ''}, cases {', '.join(data.get('cases', []))}); "
@@ -262,10 +263,21 @@ def _message(item: dict[str, Any]) -> CompilerMessage:
                            severity="error", message=prefix + text)
 
 
+def _mapping(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _stages(kernel: dict[str, Any]) -> list[str]:
+    """The stages a kernel reached, as the report says; the report comes from the candidate's process, so
+    anything but a list of names counts as none."""
+    stages = kernel.get("stages")
+    return [str(stage) for stage in stages] if isinstance(stages, list) else []
+
+
 def _kernel_line(kernel: dict[str, Any]) -> str:
-    signature = ", ".join(f"{k}: {v}" for k, v in dict(kernel.get("signature", {})).items())
-    constants = ", ".join(f"{k}={v}" for k, v in dict(kernel.get("constants", {})).items())
-    stages = list(kernel.get("stages", []))
+    signature = ", ".join(f"{k}: {v}" for k, v in _mapping(kernel.get("signature")).items())
+    constants = ", ".join(f"{k}={v}" for k, v in _mapping(kernel.get("constants")).items())
+    stages = _stages(kernel)
     reached = f"compiled through {stages[-1]}" if stages else "not compiled"
     failed = f", failed in {kernel['failed_stage']}" if kernel.get("failed_stage") else ""
     stopped = f", stopped before {kernel['stopped_before']}" if kernel.get("stopped_before") else ""
