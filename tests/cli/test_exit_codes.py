@@ -108,8 +108,10 @@ INTERRUPTED_STREAM = textwrap.dedent("""
     def unwinding_that_waits():  # like a model call in flight in a worker thread the executor joins
         worker = threading.Thread(target=time.sleep, args=(60,))
         worker.start()
-        print("ready", flush=True)
         try:
+            # "ready" inside the try: a Ctrl-C right after it must meet the waiting unwinding, not skip it
+            # (printed before the try, a signal landing in between escaped the join in a CI run).
+            print("ready", flush=True)
             time.sleep(60)
         finally:
             worker.join()
