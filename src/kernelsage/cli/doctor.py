@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import asdict, dataclass
 
 import typer
@@ -48,7 +49,7 @@ def check_backend() -> Check:
 
     probe = '#include "kernelsage_cpu.h"\nint ks_kernel(const ks_tensor* i, int a, ks_tensor* o, int b, ' \
             'const ks_attr* t, int c) { return 0; }\n'
-    with get_backend("cpu") as backend:
+    with closing(get_backend("cpu")) as backend:
         result = backend.compile(Candidate(task_id="doctor", files={"kernel.cpp": probe}))
         level = backend.isolation.level
     if not result.ok:

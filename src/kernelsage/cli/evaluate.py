@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def evaluate(
     from kernelsage.tools.results import content_hash
 
     records: list[EpisodeRecord] = []
-    with get_backend(backend_name, **backend_options(memory_limit, time_limit)) as backend:
+    with closing(get_backend(backend_name, **backend_options(memory_limit, time_limit))) as backend:
         found = kernel_files(kernels, backend.candidate_files)
         # Only the tasks with a kernel are loaded and scaled: scaling a whole suite takes minutes.
         report = load_suite(suite, suite_format, shape_budget=shape_budget, tolerance=tolerance, task_ids=found)

@@ -3,6 +3,7 @@ check one candidate kernel."""
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +169,7 @@ def check(
                           "candidate is compiled and run WITHOUT ISOLATION, with your user's access to files, "
                           "processes and network.[/]", highlight=False)
         options["unsafe_no_isolation"] = True
-    with get_backend(backend_name, **options) as backend:
+    with closing(get_backend(backend_name, **options)) as backend:
         evaluation = evaluate_candidate(backend, task, {candidate_name(source, backend.candidate_files):
                                                         source.read_text()})
     report: dict[str, Any] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -220,7 +221,7 @@ def run_experiment(experiment: Experiment, *, model: BaseChatModel | None = None
     metadata = run_metadata(experiment, model_name(chat_model), url, model_endpoint(chat_model))
     stop: StreamStop | None = None
     write_run_metadata(experiment.run_dir, metadata)
-    with MemoryStore.connect(url) as store, get_backend(experiment.backend) as backend:
+    with MemoryStore.connect(url) as store, closing(get_backend(experiment.backend)) as backend:
         prepare_memories(store, experiment, embeddings, backend.name)
         builder = stream_graph(experiment, chat_model=chat_model, backend=backend, store=store,
                                embeddings=embeddings, suite=suite)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +76,7 @@ def run_stream_job(job: StreamJob) -> StreamOutcome:
     def recorded(record: EpisodeRecord) -> None:
         board.episode.remote(policy, record.episode_id, record.solved)
 
-    with MemoryStore.connect(job.url) as store, get_backend(experiment.backend) as local:
+    with MemoryStore.connect(job.url) as store, closing(get_backend(experiment.backend)) as local:
         builder = stream_graph(experiment, chat_model=chat_model, backend=PooledBackend(local, job.pool),
                                store=store, embeddings=embeddings, suite=suite)
         with checkpointed(builder, job.url) as graph:

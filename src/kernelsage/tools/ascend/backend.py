@@ -62,7 +62,7 @@ class AscendBackend(IsolatedBackend):
     """compile / verify / profile of Ascend C candidates on this host's NPUs (a pool: one job per device)."""
 
     name = "ascend"
-    candidate_files = ("kernel.cpp",)
+    candidate_files: tuple[str, ...] = ("kernel.cpp",)
 
     def __init__(
         self, *, devices: Sequence[int] | None = None, soc: str | None = None, cache_dir: str | Path | None = None,

@@ -97,7 +97,7 @@ class CpuBackend(IsolatedBackend):
     """
 
     name = "cpu"
-    candidate_files = ("kernel.cpp",)
+    candidate_files: tuple[str, ...] = ("kernel.cpp",)
 
     def __init__(
         self, *, threads: int | None = None, compiler: str = "g++", flags: tuple[str, ...] = build.DEFAULT_FLAGS,

@@ -63,7 +63,7 @@ class TritonBackend(IsolatedBackend):
     """compile (a source check), verify and profile of Triton candidates on one device."""
 
     name = "triton"
-    candidate_files = (FILE,)
+    candidate_files: tuple[str, ...] = (FILE,)
 
     def __init__(self, *, device: str | None = None, threads: int | None = None, cache_dir: str | Path | None = None,
                  trials: int = 3, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS,
