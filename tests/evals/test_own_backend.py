@@ -1,6 +1,7 @@
 """A user's own backend, written to the `KernelBackend` protocol alone and registered by name, runs a whole
 experiment: the commands open and close it through the protocol's `close`, never assuming it is a context
-manager. The model is a scripted TEST DOUBLE; the backend delegates to the real cpu backend."""
+manager, and its own prompt contract (the package it names) reaches the model. The model is a scripted TEST
+DOUBLE; the backend delegates to the real cpu backend."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import HumanMessage
 from tests.graph.scripts import SLOW, candidate
 
 from kernelsage.evals.experiment import Experiment, run_experiment
@@ -23,6 +25,7 @@ class ProtocolOnlyBackend:
 
     name = "mine"
     candidate_files: tuple[str, ...] = ("kernel.cpp",)
+    contract_package = "tests.evals.own_backend"  # its prompt_contract.md and *.h describe a candidate
 
     def __init__(self) -> None:
         self.inner = get_backend("cpu", trials=2, reps=20)
@@ -60,3 +63,7 @@ def test_a_backend_written_to_the_protocol_alone_runs_an_experiment_and_is_close
     records = run_experiment(experiment, model=model, url=database_url)["sage"]
     assert [(r.task_id, r.solved) for r in records] == [("l1_relu", True)]
     assert len(made) == 1 and made[0].calls == ["compile", "verify", "profile"] and made[0].closed
+    writing = next(str(m.content) for m in model.requests[0] if isinstance(m, HumanMessage))
+    assert writing.startswith("# Task l1_relu") and "documents no ABI header" not in writing
+    assert "MINE-CONTRACT-MARK" in writing and "// mine_abi.h: #include it" in writing
+    assert "MINE-HEADER-MARK" in writing and "the mine backend" in str(model.requests[0][0].content)

@@ -129,6 +129,7 @@ class PooledBackend:
         self.pool = pool
         self.name = local.name
         self.candidate_files = local.candidate_files
+        self.contract_package = getattr(local, "contract_package", None)  # a user's backend's prompt contract
         self._candidates: dict[str, Any] = {}  # artifact key -> its candidate, to rebuild it on another host
 
     def compile(self, candidate: Any) -> Any:

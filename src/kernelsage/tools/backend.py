@@ -12,7 +12,10 @@ from kernelsage.tools.results import Artifact, Candidate, CompileResult, Profile
 
 @runtime_checkable
 class KernelBackend(Protocol):
-    """Candidate in, result out: a backend knows nothing of memory or graphs."""
+    """Candidate in, result out: a backend knows nothing of memory or graphs.
+
+    Optional: `contract_package`, the package whose `prompt_contract.md` and `*.h` tell the model the ABI
+    (default `kernelsage.tools.<name>`; see kernelsage.graph.nodes.contract)."""
 
     name: str
     candidate_files: tuple[str, ...]  # the source files a candidate for this backend consists of

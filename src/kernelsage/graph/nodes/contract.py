@@ -1,10 +1,11 @@
 """The kernel's contract in every writing prompt, whatever the memory shows: the backend's ABI header
 (its contract comment, types, entry point and helper signatures) and every test case's tensors.
 
-The contract comes from the backend's package (`kernelsage.tools.<backend>`), read as data files so the graph
-does not import the backend's code: its `prompt_contract.md` (the files a candidate consists of, their roles,
-how they are built; the part after a `<!-- details -->` line is left out of compact prompts), then the
-essentials of each ABI header (`*.h`). A backend with neither contributes no text.
+The contract comes from the backend's package (`kernelsage.tools.<backend>`, or the package a user's backend
+names in its `contract_package` attribute), read as data files so the graph does not import the backend's
+code: its `prompt_contract.md` (the files a candidate consists of, their roles, how they are built; the part
+after a `<!-- details -->` line is left out of compact prompts), then the essentials of each ABI header
+(`*.h`). A backend with neither contributes no text.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
+from typing import Any
 
 from kernelsage.tasks.model import Task, TestCase, describe_interface
 
@@ -29,11 +31,20 @@ RULES_HEADING = "Contract"  # the line of a header's leading comment where its r
 
 
 @cache
-def kernel_contract(backend: str, compact: bool = False) -> str:
+def contract_package(backend: str | Any) -> str:
+    """The package holding the contract of `backend` (a backend or a built-in backend's name)."""
+    if isinstance(backend, str):
+        return f"kernelsage.tools.{backend}"
+    return getattr(backend, "contract_package", None) or f"kernelsage.tools.{backend.name}"
+
+
+def kernel_contract(backend: str | Any, compact: bool = False) -> str:
     """The essentials of the backend's ABI header as a fenced C block; `compact` keeps only the rules of the
-    header's leading comment (a prompt shrunk to fit the model's window keeps the rules and declarations)."""
+    header's leading comment (a prompt shrunk to fit the model's window keeps the rules and declarations).
+    `backend` is a backend (its `contract_package` is honoured) or a built-in backend's name."""
+    name = backend if isinstance(backend, str) else backend.name
     try:
-        package = resources.files(f"kernelsage.tools.{backend}")
+        package = resources.files(contract_package(backend))
     except ModuleNotFoundError:
         package = None
     headers = sorted((e for e in package.iterdir() if e.name.endswith(".h")), key=lambda e: e.name) if package else []
@@ -43,7 +54,7 @@ def kernel_contract(backend: str, compact: bool = False) -> str:
         if compact and text.startswith("/*"):
             text = compact_comment(text)
         parts.append(f"```c\n// {header.name}: #include it\n{text}\n```")
-    return "\n\n".join(parts) or f"(the {backend} backend documents no ABI header: follow the interface below)"
+    return "\n\n".join(parts) or f"(the {name} backend documents no ABI header: follow the interface below)"
 
 
 def compact_comment(text: str) -> str:

@@ -154,7 +154,7 @@ def make_curator_node(resources: AgentResources) -> Callable[..., dict[str, Any]
         if memory is None:
             return {"memory_update": as_state(MemoryUpdate(policy=settings.policy))}
         task = resources.tasks(state["task_id"])
-        audit = check_adoptions(state, memory, task, resources.backend.name)  # kept whatever is credited
+        audit = check_adoptions(state, memory, task, resources.backend)  # kept whatever is credited
         if memory.read_only:
             return {"memory_update": as_state(MemoryUpdate(policy=settings.policy, audit=audit))}
         trace = episode_trace(state, memory.policy.name, model_name(resources.models.for_role("generator")))

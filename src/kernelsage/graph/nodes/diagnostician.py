@@ -87,7 +87,7 @@ def make_diagnostician_node(resources: AgentResources) -> Callable[..., dict[str
         tools = make_kernel_tools(resources.backend, task, session_for(attempt))
         by_name = {t.name: t for t in tools}
         prompt = render("diagnostician", task_id=task.id, description=task.description,
-                        backend=resources.backend.name, contract=kernel_contract(resources.backend.name),
+                        backend=resources.backend.name, contract=kernel_contract(resources.backend),
                         interface=task_interface(task), round=attempt.round,
                         code=code_blocks(attempt.files) or "(no code)",
                         status=attempt.status, evidence=evidence_of(attempt))

@@ -18,7 +18,7 @@ def generator_prompt(state: EpisodeState, resources: AgentResources, *, compact:
     task = resources.tasks(state["task_id"])
     return render(
         "generator", task_id=task.id, level=task.level, category=task.category, description=task.description,
-        backend=resources.backend.name, contract=kernel_contract(resources.backend.name, compact),
+        backend=resources.backend.name, contract=kernel_contract(resources.backend, compact),
         interface=task_interface(task, compact), files=", ".join(resources.backend.candidate_files),
         memory=render_memory(shown_items(state), compact=compact), history=render_history(state, compact=compact),
         round=state.get("round", 0) + 1, budget=state.get("budget", 30),

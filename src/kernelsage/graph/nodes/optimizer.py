@@ -35,7 +35,7 @@ def optimizer_prompt(state: EpisodeState, resources: AgentResources, *, compact:
     reference, latency = best.reference_latency, best.latency
     return render(
         "optimizer", task_id=task.id, level=task.level, category=task.category, description=task.description,
-        backend=resources.backend.name, contract=kernel_contract(resources.backend.name, compact),
+        backend=resources.backend.name, contract=kernel_contract(resources.backend, compact),
         interface=task_interface(task, compact), best_code=code_blocks(best.files),
         best_latency_ms=f"{latency * 1e3:.4f}" if latency else "?",
         reference_ms=f"{reference * 1e3:.4f}" if reference else "?",
