@@ -8,6 +8,7 @@ import multiprocessing
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -77,26 +78,35 @@ def test_commits_and_consolidation_from_several_processes_never_deadlock(store: 
     assert _deadlocks(database_url) == before  # one lock order: the server never had to break a cycle
 
 
-def _flipper(url: str, namespace: str, flips: int) -> None:
+def _flipper(url: str, namespace: str, flips: int, flipping: Any, retrieved: Any) -> None:
     store = MemoryStore(open_pool(url, max_size=2), owns_pool=True)
     wide = store.open(namespace, create=False, params=SageParams(k_ado=1, k_op=1))
     none = store.open(namespace, create=False, params=SageParams(k_ado=1, k_op=1, hot_budget_tokens=1))
-    for n in range(flips):
+    n = 0
+    # At least `flips`, and on until the retrievals are done (bounded): however the two processes are
+    # scheduled, every retrieval meets the churn.
+    while (n < flips or not retrieved.is_set()) and n < 50 * flips:
         (wide if n % 2 == 0 else none).consolidate()
+        n += 1
+        flipping.set()
     store.close()
 
 
-def _retriever(url: str, namespace: str, out: str, count: int) -> None:
-    store = MemoryStore(open_pool(url, max_size=1), owns_pool=True)
-    memory = store.open(namespace, create=False)
-    query = unit_vectors(1, seed=9)[0]
-    seen = []
-    for n in range(count):
-        found = memory.retrieve(query, k=6, episode_id=f"r{n}", round=1)
-        seen.append({"version": found.hot_version, "hot": [s.item.id for s in found.hot],
-                     "cold": [s.item.id for s in found.cold]})
-    Path(out).write_text(json.dumps(seen))
-    store.close()
+def _retriever(url: str, namespace: str, out: str, count: int, flipping: Any, retrieved: Any) -> None:
+    try:
+        store = MemoryStore(open_pool(url, max_size=1), owns_pool=True)
+        memory = store.open(namespace, create=False)
+        query = unit_vectors(1, seed=9)[0]
+        seen = []
+        flipping.wait(120)
+        for n in range(count):
+            found = memory.retrieve(query, k=6, episode_id=f"r{n}", round=1)
+            seen.append({"version": found.hot_version, "hot": [s.item.id for s in found.hot],
+                         "cold": [s.item.id for s in found.cold]})
+        Path(out).write_text(json.dumps(seen))
+        store.close()
+    finally:
+        retrieved.set()
 
 
 def test_retrieval_reads_one_snapshot_while_rules_are_promoted_and_demoted(store: MemoryStore, database_url: str,
@@ -106,8 +116,9 @@ def test_retrieval_reads_one_snapshot_while_rules_are_promoted_and_demoted(store
     commit(memory, episode("e0", "relu", ids, ids))  # all validated with positive priority
     context = multiprocessing.get_context("spawn")
     out = tmp_path / "seen.json"
-    workers = [context.Process(target=_flipper, args=(database_url, namespace, 60)),
-               context.Process(target=_retriever, args=(database_url, namespace, str(out), 300))]
+    flipping, retrieved = context.Event(), context.Event()
+    workers = [context.Process(target=_flipper, args=(database_url, namespace, 60, flipping, retrieved)),
+               context.Process(target=_retriever, args=(database_url, namespace, str(out), 300, flipping, retrieved))]
     for process in workers:
         process.start()
     for process in workers:

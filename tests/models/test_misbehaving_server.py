@@ -7,6 +7,7 @@ import asyncio
 import time
 
 import pytest
+import tenacity
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from kernelsage.errors import ContextOverflowError, ModelCallError, ModelError
@@ -47,9 +48,12 @@ def test_a_hanging_endpoint_is_bounded_by_the_timeout_and_retried(limits) -> Non
     assert len(server.requests) == 2 and server.url in str(caught.value)
 
 
-def test_the_deadline_bounds_a_call_whatever_the_attempts(limits) -> None:
-    # Waits of 1-2 s, then 2-3 s (skipped here, but counted against the deadline): the second wait would
-    # end past the 3 s deadline, so it is not begun.
+def test_the_deadline_bounds_a_call_whatever_the_attempts(limits, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Waits of 1 s, then 2 s (skipped here; the deadline counts the time really spent, 0.5 s or more per
+    # attempt): the first ends before the 3 s deadline, the second would not, so it is not begun. The jitter
+    # is held at 0: with up to 1 s of it, a first attempt slower than 1 s on a busy machine could stop the
+    # call before its second attempt.
+    monkeypatch.setattr(tenacity.wait.random, "uniform", lambda low, high: low)
     limits(attempts=50, deadline=3)
     with serve([hang(10)]) as server:
         started = time.monotonic()

@@ -80,7 +80,10 @@ def test_a_stream_worker_killed_mid_episode_changes_no_count(sequential: dict[st
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(database_url, server.url, tmp_path),
             cwd=tmp_path, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 240
-        while calls.total < 3 and time.monotonic() < deadline:  # mid-episode: a stream on its second round
+        # Mid-episode (a stream on its second round), with both streams' workers up: three calls alone could
+        # all be one stream's while the other's worker still starts.
+        while ((calls.total < 3 or len(stream_workers(driver.pid)) < 2)
+               and time.monotonic() < deadline and driver.poll() is None):
             time.sleep(0.1)
         workers = stream_workers(driver.pid)
         assert len(workers) == 2, workers

@@ -33,7 +33,9 @@ def test_ctrl_c_stops_the_streams_and_names_the_run_id(database_url: str, tmp_pa
         _, err = driver.communicate(timeout=60)
         assert driver.returncode == 130, err[-2000:]
         assert f"kernelsage compare --run-id {run_id}" in err
-        time.sleep(3)
+        gone = time.monotonic() + 30  # workers notice their raylet is gone in their own time
+        while stream_workers() and time.monotonic() < gone:
+            time.sleep(0.2)
         assert stream_workers() == {}  # no stream goes on without its driver (orphans included)
         seen = calls.total
         time.sleep(4)

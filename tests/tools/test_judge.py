@@ -162,9 +162,12 @@ def test_a_dead_worker_is_the_jobs_result_and_is_replaced(tmp_path, relu32):
         results = []
         job = threading.Thread(target=lambda: results.append(backend.verify(stuck.artifact, relu32)))
         job.start()
-        time.sleep(3)
         worker = backend._sandbox._process
         assert worker is not None
+        in_flight = time.monotonic() + 30  # killed only once the job runs its kernel: a runner under the worker
+        while not _stray_runners(worker.pid) and time.monotonic() < in_flight:
+            time.sleep(0.1)
+        assert _stray_runners(worker.pid), "the job never started its runner"
         worker.kill()
         job.join(timeout=60)
         assert results and results[0].status is Status.HARNESS_ERROR and "worker" in results[0].message
