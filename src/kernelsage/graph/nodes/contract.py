@@ -30,7 +30,6 @@ _lock = threading.Lock()
 RULES_HEADING = "Contract"  # the line of a header's leading comment where its rules start
 
 
-@cache
 def contract_package(backend: str | Any) -> str:
     """The package holding the contract of `backend` (a backend or a built-in backend's name)."""
     if isinstance(backend, str):
@@ -42,9 +41,13 @@ def kernel_contract(backend: str | Any, compact: bool = False) -> str:
     """The essentials of the backend's ABI header as a fenced C block; `compact` keeps only the rules of the
     header's leading comment (a prompt shrunk to fit the model's window keeps the rules and declarations).
     `backend` is a backend (its `contract_package` is honoured) or a built-in backend's name."""
-    name = backend if isinstance(backend, str) else backend.name
+    return _contract(contract_package(backend), backend if isinstance(backend, str) else backend.name, compact)
+
+
+@cache
+def _contract(package_name: str, name: str, compact: bool) -> str:
     try:
-        package = resources.files(contract_package(backend))
+        package = resources.files(package_name)
     except ModuleNotFoundError:
         package = None
     headers = sorted((e for e in package.iterdir() if e.name.endswith(".h")), key=lambda e: e.name) if package else []
