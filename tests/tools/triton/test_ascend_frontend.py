@@ -162,7 +162,7 @@ def test_every_configuration_of_an_autotuned_kernel_is_compiled(frontend) -> Non
     assert "BLOCK=256" in compiled.log and "BLOCK=1024" in compiled.log
 
 
-@pytest.mark.parametrize("kernels", [[{"signature": 5}], [{"stages": 7}], [{"constants": [1, 2]}], "kernels",
+@pytest.mark.parametrize("kernels", [[{"signature": 5}], [{"stages": 7}], [{"constants": [1, 2]}], "kernels", 5, None,
                                      [{"stages": ["ttir", 3], "seconds": "x", "ir_chars": None}]])
 def test_a_report_forged_by_the_candidate_is_feedback_not_a_crash(kernels) -> None:
     # the report comes from the candidate's own process: any shape of it must end as a CompileResult

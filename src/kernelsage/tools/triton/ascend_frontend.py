@@ -233,7 +233,8 @@ def compile_result(data: dict[str, Any], artifact: Artifact, seconds: float, wal
                              errors=[CompilerMessage(file=FILE, line=0, column=0, severity="error", message=message)],
                              seconds=seconds)
     errors = [_message(item) for item in report["errors"][:20] if isinstance(item, dict)]
-    kernels = [k for k in report.get("kernels", []) if isinstance(k, dict)]
+    listed = report.get("kernels")
+    kernels = [k for k in listed if isinstance(k, dict)] if isinstance(listed, list) else []
     lines = [_kernel_line(k) for k in kernels[:20]]
     if data.get("skipped"):
         lines.append("cases not launched (no shape-only description): " + "; ".join(data["skipped"]))
