@@ -90,6 +90,7 @@ def test_a_write_to_the_inputs_is_detected(cpu_backend, build, relu32):
 @pytest.mark.parametrize(("kernel", "status"), [
     ("perf_first_calls_only.cpp", Status.PARTIAL_WRITE),  # stops working once the timing loop runs
     ("perf_pointer_cache.cpp", Status.CACHED_RESULT),      # replays answers keyed on the input's address
+    ("perf_one_wrong_late.cpp", Status.WRONG_RESULT),      # one element wrong per call: every output in full
 ])
 def test_profile_checks_every_call(cpu_backend, build, relu32, kernel, status):
     compiled = build("relu32", kernel)

@@ -4,6 +4,7 @@ unsafe flag, and a loud warning the first time code runs without it."""
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import warnings
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +16,14 @@ from kernelsage.tools.results import Artifact
 from kernelsage.tools.sandbox import ChildOutcome, Limits, Sandbox
 
 _Backend = TypeVar("_Backend", bound="IsolatedBackend")
+# A verify or profile job's key, from which every instance is derived by a keyed hash (judge.case_seed): 63 bits,
+# so a recorded seed fits a signed 64-bit field (checkpoints, PostgreSQL) and is still far past any search.
+JOB_KEY_BITS = 63
+
+
+def job_key() -> int:
+    """A fresh key for one verify or profile job, from the operating system's cryptographic generator."""
+    return secrets.randbits(JOB_KEY_BITS)
 
 
 class UnsafeIsolationWarning(RuntimeWarning):

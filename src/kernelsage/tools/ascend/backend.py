@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import secrets
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -39,7 +38,7 @@ from kernelsage.tools.ascend.sandboxing import python_paths, reachable_by_others
 from kernelsage.tools.ascend.store import AscendCache
 from kernelsage.tools.ascend.toolchain import Toolchain, ToolchainProblem, detect_toolchain
 from kernelsage.tools.cpu.build import cache_root
-from kernelsage.tools.isolated_backend import IsolatedBackend
+from kernelsage.tools.isolated_backend import IsolatedBackend, job_key
 from kernelsage.tools.isolation import Isolation, give_to_sandbox
 from kernelsage.tools.redaction import redact
 from kernelsage.tools.results import (
@@ -160,7 +159,7 @@ class AscendBackend(IsolatedBackend):
     def verify(self, artifact: Artifact, task: Task, *, trials: int | None = None,
                seed: int | None = None) -> VerifyResult:
         """All test cases, `trials` rounds of fresh inputs, compared on the judge's side (METHOD §8)."""
-        seed = secrets.randbits(31) if seed is None else seed
+        seed = job_key() if seed is None else seed
         trials = trials or self.trials
         started = time.perf_counter()
         with self.pool.lease() as device:
@@ -188,7 +187,7 @@ class AscendBackend(IsolatedBackend):
         """The reference and the candidate timed with NPU events by the same method; the output checked."""
         started = time.perf_counter()
         with self.pool.lease() as device:
-            payload = {**self._job_payload(artifact, task, device), "seed": secrets.randbits(31),
+            payload = {**self._job_payload(artifact, task, device), "seed": job_key(),
                        "sets": self.profile_sets, "warmup": self.warmup if warmup is None else warmup,
                        "reps": reps or self.reps}
             outcome = self._run(device, "profile", payload)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import secrets
 import shutil
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from kernelsage.tools.cpu.cache import BuildCache
 from kernelsage.tools.cpu.contents import DEFAULT_SETS
 from kernelsage.tools.cpu.jobs import read_library
 from kernelsage.tools.diagnostics import parse_compiler_output
-from kernelsage.tools.isolated_backend import IsolatedBackend
+from kernelsage.tools.isolated_backend import IsolatedBackend, job_key
 from kernelsage.tools.isolation import Isolation, give_to_sandbox
 from kernelsage.tools.redaction import redact
 from kernelsage.tools.results import (
@@ -217,7 +216,7 @@ class CpuBackend(IsolatedBackend):
     def verify(self, artifact: Artifact, task: Task, *, trials: int | None = None,
                seed: int | None = None) -> VerifyResult:
         """All test cases, `trials` rounds of fresh random inputs, compared per METHOD §8."""
-        seed = secrets.randbits(31) if seed is None else seed
+        seed = job_key() if seed is None else seed
         trials = trials or self.trials
         payload = {**self._job_payload(artifact, task), "trials": trials, "seed": seed}
         started = time.perf_counter()
@@ -243,7 +242,7 @@ class CpuBackend(IsolatedBackend):
     def profile(self, artifact: Artifact, task: Task, *, warmup: int | None = None,
                 reps: int | None = None) -> ProfileResult:
         """Candidate and reference timed interleaved by the judge on rotating input sets, every output checked."""
-        payload = {**self._job_payload(artifact, task), "seed": secrets.randbits(31), "sets": self.profile_sets,
+        payload = {**self._job_payload(artifact, task), "seed": job_key(), "sets": self.profile_sets,
                    "warmup": self.warmup if warmup is None else warmup, "reps": reps or self.reps}
         started = time.perf_counter()
         outcome = self._run("profile", payload)

@@ -4,7 +4,8 @@ A blend with one scalar weight per tensor keeps every call's inputs in a tiny af
 state could learn it from its first calls and then answer later calls from stored answers (exactly, for any
 output that is a low-degree polynomial of its inputs: sums, losses, matmuls). So inputs are blended element by
 element: x = lerp(set s, set p, W), with W a window, at a random offset, into one tensor of random weights in
-[0.25, 0.75] drawn once per profile. Every element then moves independently; computing an output from earlier
+[0.25, 0.75] drawn once per profile. Weights, offsets and partners come from the system's cryptographic generator
+(`tools.unpredictable`): no seed the kernel could rebuild from what it sees predicts the next call's blend. Every element then moves independently; computing an output from earlier
 answers costs as much as computing it, and a call repeats another's weights with probability 1/OFFSETS.
 
 An element-wise blend of two valid inputs stays valid for box constraints (signs, ranges, zeros where both sets
@@ -17,13 +18,13 @@ slips unseen instances into the timed calls (profile.py), since that input alone
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
 from kernelsage.tasks.model import TestCase
+from kernelsage.tools import unpredictable
 from kernelsage.tools.compare import all_close
 from kernelsage.tools.cpu.judge import Prepared, run_reference
 from kernelsage.tools.timing import MIN_UNSEEN
@@ -32,6 +33,7 @@ WEIGHT_LOW, WEIGHT_HIGH = 0.25, 0.75
 OFFSETS = 1 << 16  # distinct windows into the weights
 ELEMENTWISE, WHOLE = "elementwise", "whole"
 NORMALISED_RTOL = 1e-3
+PREFIX = 4096  # elements a structure check reads before deciding to read them all
 DEFAULT_SETS = 4  # at most; fewer (never under 2) when one set's inputs are large, see `input_sets`
 INPUT_BUDGET = 32 << 20  # bytes of inputs the sets may take together before their number shrinks
 UNSEEN_BUDGET = 32 << 20  # bytes of inputs the unseen instances of one profile may take together
@@ -45,6 +47,9 @@ def blend_kind(values: Sequence[torch.Tensor]) -> str:
 
 
 def _integral(tensor: torch.Tensor) -> bool:
+    head = tensor.reshape(-1)[:PREFIX]  # most inputs fail within their first elements: no pass over the whole
+    if not torch.equal(head, torch.round(head)):
+        return False
     return tensor.numel() > 0 and bool(torch.any(tensor != 0)) and torch.equal(tensor, torch.round(tensor))
 
 
@@ -58,8 +63,11 @@ def _symmetric(tensor: torch.Tensor) -> bool:
 def _sorted_rows(tensor: torch.Tensor) -> bool:
     if tensor.dim() < 1 or tensor.shape[-1] < 3:
         return False
-    steps = torch.diff(tensor.float(), dim=-1)
-    return bool(torch.all(steps >= 0)) or bool(torch.all(steps <= 0))
+    def monotone(rows: torch.Tensor) -> bool:
+        steps = torch.diff(rows.float(), dim=-1)
+        return bool(torch.all(steps >= 0)) or bool(torch.all(steps <= 0))
+
+    return monotone(tensor.reshape(-1, tensor.shape[-1])[:1]) and monotone(tensor)
 
 
 def _normalised_rows(tensor: torch.Tensor) -> bool:
@@ -104,16 +112,14 @@ class Draw:
 class FreshContents:
     """Blends the floating inputs of a set with another set's, in place in the set's private inputs."""
 
-    def __init__(self, prepared: list[Prepared], mixable: list[int], kinds: list[str], seed: int) -> None:
+    def __init__(self, prepared: list[Prepared], mixable: list[int], kinds: list[str]) -> None:
         self.prepared, self.mixable, self.kinds = prepared, mixable, kinds
         self.base = [[item.inputs[k].clone() for k in mixable] for item in prepared]
         self.bound = False  # whether the sets' private inputs are the shared ones (`bind`)
         self.fixed = [[item.inputs[k].clone() for k in range(len(item.inputs)) if k not in mixable]
                       for item in prepared]
         longest = max(prepared[0].inputs[k].numel() for k in mixable)
-        generator = torch.Generator().manual_seed(seed)
-        self.weights = {torch.float32: torch.rand(longest + OFFSETS, generator=generator)
-                        .mul_(WEIGHT_HIGH - WEIGHT_LOW).add_(WEIGHT_LOW)}
+        self.weights = {torch.float32: unpredictable.uniform(longest + OFFSETS, WEIGHT_LOW, WEIGHT_HIGH)}
         if any(prepared[0].inputs[k].dtype == torch.float64 for k in mixable):
             self.weights[torch.float64] = self.weights[torch.float32].double()
 
@@ -123,7 +129,7 @@ class FreshContents:
         return all(kind == ELEMENTWISE for kind in self.kinds)
 
     @classmethod
-    def build(cls, prepared: list[Prepared], case: TestCase, seed: int) -> FreshContents | None:
+    def build(cls, prepared: list[Prepared], case: TestCase) -> FreshContents | None:
         """Fresh contents for these sets, or None where blending would not give the reference's answer for what
         the kernel sees (the calls then repeat the sets' contents)."""
         first, others = prepared[0], prepared[1:]
@@ -136,12 +142,14 @@ class FreshContents:
                               for item in others for k in fixed):
             return None
         kinds = [blend_kind([item.inputs[k] for item in prepared]) for k in mixable]
-        contents = cls(prepared, mixable, kinds, seed)
+        contents = cls(prepared, mixable, kinds)
         if not contents.reads_its_inputs(case):
             return None  # the reference does not read the tensors it was made with
         return contents
 
-    def draw(self, s: int, rng: random.Random) -> Draw:
+    def draw(self, s: int) -> Draw:
+        """Set s's next blend, from the system's cryptographic generator."""
+        rng = unpredictable.SYSTEM
         partner = rng.choice([p for p in range(len(self.prepared)) if p != s])
         return Draw(partner, rng.randrange(OFFSETS), rng.uniform(WEIGHT_LOW, WEIGHT_HIGH))
 

@@ -37,7 +37,15 @@ class HarnessFailure(RuntimeError):
 
 
 def case_seed(seed: int, trial: int, case_index: int) -> int:
-    return (seed * 1_000_003 + trial * 10_007 + case_index * 101) % (2**62)
+    """The generator seed of one instance: a keyed hash (BLAKE2b) of (trial, case) under the job's key.
+
+    An instance's inputs give its seed away (torch's generator is MT19937: its state, hence its seed, can be
+    rebuilt from its outputs); through a keyed hash that seed tells nothing about the job's key or about any
+    other instance's seed, so no input set, unseen instance or trial can be predicted from the ones seen.
+    """
+    key = (seed % 2**256).to_bytes(32, "little")
+    digest = hashlib.blake2b(f"{trial}:{case_index}".encode(), key=key, digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
 
 
 def dtype_name(dtype: torch.dtype) -> str:

@@ -26,11 +26,17 @@ own place in the shared inputs.
    Its time runs from the request to the moment the runner is frozen again after its reply (so work its threads
    do after the reply is timed), minus the same interval for an empty request, calibrated before the library
    was loaded.
-5. The checks wait until every thread is stopped and come before it runs again: the output in full on the
-   first call and whenever it is small, else the poisoned positions must have been written and fresh random
-   positions (8x as many on a set's first call and on unseen instances) must match; the inputs at random
-   positions. A failed check ends the profile with its class (partial_write for work done late or skipped,
-   cached_result for another call's answer, wrong_result, nan_inf, input_modified).
+5. The checks wait until every thread is stopped and come before it runs again: every output of every call,
+   warm-ups and unseen instances included, is compared in full with the reference's answer for that call's own
+   contents, and the inputs at random positions. A failed check ends the profile with its class (partial_write
+   for work done late or skipped, cached_result for another call's answer, wrong_result, nan_inf,
+   input_modified).
+
+Nothing that decides a verdict may follow from what the kernel sees: instances come from generators keyed per
+instance by a keyed hash of the job's key (`judge.case_seed`), and the order of the calls, which calls are unseen,
+the blends and every sampled position come from the system's cryptographic generator (`tools.unpredictable`).
+A kernel that rebuilds its inputs' generator learns only the inputs it already holds; and since no output is
+checked by sample, there is no position to predict.
 
 Blending needs floating-point outputs only (integer outputs such as top-k indices jump where a blend brings two
 values close, so an honest kernel could disagree with the reference on a near-tie), every non-floating input
@@ -44,7 +50,6 @@ are what keeps an answer cached on the contents from paying.
 from __future__ import annotations
 
 import dataclasses
-import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +57,7 @@ from typing import Any
 import torch
 
 from kernelsage.tasks.model import Task
+from kernelsage.tools import unpredictable
 from kernelsage.tools.compare import (
     all_close,
     classify,
@@ -81,9 +87,9 @@ from kernelsage.tools.results import Status
 from kernelsage.tools.timing import TimedCall, call_ratios, slower_on_unseen, timing_from_samples
 
 UNSEEN_TRIAL = 1000  # seeds of unseen instances: case_seed(seed, UNSEEN_TRIAL + j, 0), apart from the sets'
-SAMPLED = 1024  # positions poisoned before, and fresh positions checked after, each call on a large output
+SAMPLED = 1024  # positions poisoned before each call on a large output (and compared when telling a stale answer)
 INPUT_SAMPLED = 256  # positions of each input checked unchanged after each call
-SMALL_OUTPUT = 1 << 16  # outputs up to this many elements are poisoned and checked in full on every call
+SMALL_OUTPUT = 1 << 16  # outputs up to this many elements are poisoned in full before every call
 BATCH = 5  # calls of one side before the other's on repeated contents: drift hits both alike
 # Repeated contents smaller than this are written again before every call, as unseen instances are, so no call
 # finds its inputs in another core's cache and others in its own (that would time unseen calls apart); larger
@@ -119,7 +125,7 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
         judge.phase("candidate")
         define_sets(runner, prepared)
         judge.phase("reference")
-        contents = FreshContents.build(prepared, case, seed)
+        contents = FreshContents.build(prepared, case)
         if contents is not None:
             judge.phase("harness")
             shared = [judge.write_inputs(item) for item in prepared]
@@ -157,7 +163,6 @@ class _Call:
     slot: int = 0
     code: int = 0
     outputs: list[torch.Tensor] = dataclasses.field(default_factory=list)
-    positions: list[torch.Tensor | None] = dataclasses.field(default_factory=list)
 
 
 class _Timed:
@@ -171,12 +176,10 @@ class _Timed:
         self.custom = custom  # the task's own precision rule, where it has one
         self.contents = contents
         self.answers: dict[int, tuple[int, tuple[torch.Tensor, ...]]] = {}  # per place: its last (call, answer)
-        self.random = random.Random(seed)
-        self.generator = torch.Generator().manual_seed(seed)
+        self.random = unpredictable.SYSTEM  # nothing a kernel sees or infers predicts the order, unseen calls, blends
         self.data_of = list(range(len(prepared)))  # which set's data set s's calls see
         self.slot_holds: list[int | None] = [None] * len(prepared)  # whose answer each slot last got
         self.slot_used = [-1] * len(prepared)
-        self.seen = [False] * len(prepared)
         self.unseen_made = 0
         self.place_holds: list[int | None] = [None] * len(prepared)  # which set's contents each place holds now
         self.rewrite = sum(t.numel() * t.element_size() for t in prepared[0].inputs) < REWRITE_BELOW
@@ -221,7 +224,7 @@ class _Timed:
         else:
             data = self.data_of[s]
             if self.contents is not None:
-                self.contents.blend(s, self.contents.draw(s, self.random))
+                self.contents.blend(s, self.contents.draw(s))
             item = dataclasses.replace(self.prepared[data], input_places=self.prepared[s].input_places)
         self.judge.phase("reference")
         started = time.perf_counter()
@@ -257,7 +260,7 @@ class _Timed:
         owner = call.number if self.contents is not None else -1 - call.number if call.data < 0 else call.data
         call.slot, holds_answer = self.choose_slot(owner, call.number)
         call.outputs = judge.output_views(call.item.output_places, call.slot * self.slot)
-        call.positions = self.poison(call.outputs, call.number, whole=holds_answer)
+        self.poison(call.outputs, call.number, whole=holds_answer)
         judge.phase("candidate")
         runner.thaw()
         call.code, _ = runner.run(call.set_id, call.slot * self.slot)
@@ -286,44 +289,29 @@ class _Timed:
         self.slot_holds[slot] = owner
         return slot, not candidates
 
-    def poison(self, outputs: list[torch.Tensor], call: int, whole: bool = False) -> list[torch.Tensor | None]:
-        """Poison small outputs in full, large ones at random positions (returned; None: in full)."""
-        positions: list[torch.Tensor | None] = []
+    def poison(self, outputs: list[torch.Tensor], call: int, whole: bool = False) -> None:
+        """Poison small outputs in full, large ones at random positions: an element still holding it after the
+        call tells work skipped or left late (partial_write) from a wrong answer. The check is in full either way."""
         for output in outputs:
             if whole or output.numel() <= SMALL_OUTPUT:
                 poison(output, call)
-                positions.append(None)
             else:
-                chosen = self.positions(output, SAMPLED)
-                poison_at(output, chosen, call)
-                positions.append(chosen)
-        return positions
+                poison_at(output, self.positions(output, SAMPLED), call)
 
     def positions(self, tensor: torch.Tensor, count: int) -> torch.Tensor:
-        return torch.randint(0, max(tensor.numel(), 1), (min(count, max(tensor.numel(), 1)),),
-                             generator=self.generator)
+        return unpredictable.positions(min(count, tensor.numel()), tensor.numel())
 
     def check(self, call: _Call) -> None:
-        """The call's outputs: in full for the first call on the first set and for small outputs, else at the
-        poisoned positions plus fresh random ones (many more on a set's first call and on unseen instances);
-        and its inputs."""
+        """Every output in full against the reference's answer for this call's own contents (no position a kernel
+        could predict decides anything), then the inputs."""
         where = f"call {call.number + 1} (input set {call.set_id}{', an unseen instance' if call.data < 0 else ''})"
         if call.code != 0:
             raise CheckFailed(Status.RUNTIME_ERROR, f"ks_kernel returned {call.code} on {where}")
-        first = call.data < 0 or not self.seen[call.data]
-        if call.data >= 0:
-            self.seen[call.data] = True
-        for index, (expected, output, tolerance, chosen) in enumerate(
-                zip(call.expected, call.outputs, call.item.tolerances, call.positions, strict=True)):
-            if chosen is None or (first and call.data == 0):
-                if all_close(expected, output, tolerance):
-                    continue
-                comparison = compare_output(expected, output, tolerance, call.number, index)
-            else:
-                where_checked = torch.cat([chosen, self.positions(output, SAMPLED * (8 if first else 1))])
-                if all_close(gather(expected, where_checked), gather(output, where_checked), tolerance):
-                    continue
-                comparison = compare_at(expected, output, where_checked, tolerance, call.number)
+        for index, (expected, output, tolerance) in enumerate(
+                zip(call.expected, call.outputs, call.item.tolerances, strict=True)):
+            if all_close(expected, output, tolerance):
+                continue
+            comparison = compare_output(expected, output, tolerance, call.number, index)
             status = classify([comparison])
             if status is Status.OK:
                 continue
@@ -336,7 +324,7 @@ class _Timed:
                                                         "answer cached across calls)")
             if self.custom is not None and self.custom(call.expected, call.outputs):
                 break  # the suite's own rule accepts the outputs (it judges them all at once)
-            raise CheckFailed(status, f"on {where} {comparison.n_mismatch} of {comparison.n_elements} checked "
+            raise CheckFailed(status, f"on {where} {comparison.n_mismatch} of {comparison.n_elements} "
                                       f"elements of output {index} are wrong")
         self.check_inputs(call)
 

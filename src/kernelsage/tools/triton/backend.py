@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import secrets
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +25,7 @@ from kernelsage.files import write_atomically
 from kernelsage.tasks.model import Task
 from kernelsage.tools.cpu import build
 from kernelsage.tools.cpu.backend import DEFAULT_RUN_LIMITS, default_threads
-from kernelsage.tools.isolated_backend import IsolatedBackend
+from kernelsage.tools.isolated_backend import IsolatedBackend, job_key
 from kernelsage.tools.isolation import Isolation
 from kernelsage.tools.redaction import redact
 from kernelsage.tools.results import (
@@ -172,7 +171,7 @@ class TritonBackend(IsolatedBackend):
         """Every case, `trials` rounds of fresh inputs, compared as the cpu backend does (METHOD §8)."""
         if self.device in COMPILE_ONLY:
             return self._not_run(task)
-        seed = secrets.randbits(31) if seed is None else seed
+        seed = job_key() if seed is None else seed
         trials = trials or self.trials
         started = time.perf_counter()
         outcome = self._run("verify", {**self._payload(artifact, task), "trials": trials, "seed": seed})
@@ -199,7 +198,7 @@ class TritonBackend(IsolatedBackend):
             self._tasks.setdefault(task.id, task)
             return ProfileResult(status=Status.HARNESS_ERROR, ok=False, case=task.perf_case.name, timed=False,
                                  message=NOT_RUN)
-        payload = {**self._payload(artifact, task), "seed": secrets.randbits(31),
+        payload = {**self._payload(artifact, task), "seed": job_key(),
                    "warmup": self.warmup if warmup is None else warmup, "reps": reps or self.reps}
         started = time.perf_counter()
         outcome = self._run("profile", payload)
