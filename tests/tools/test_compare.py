@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kernelsage.tasks.model import Tolerance
-from kernelsage.tools.compare import classify, compare_output, poison, poisoned_mask
+from kernelsage.tools.compare import all_close, classify, compare_output, poison, poisoned_mask
 from kernelsage.tools.results import Status
 
 TOL = Tolerance(1e-3, 1e-3)
@@ -66,3 +66,18 @@ def test_integer_outputs_must_match_exactly_and_indices_are_unravelled():
     assert result.n_mismatch == 1
     assert result.mismatches[0].index == [2, 1]
     assert (result.mismatches[0].expected, result.mismatches[0].actual) == (9.0, 10.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_the_quick_full_check_never_passes_a_finite_value_for_an_infinite_reference(dtype):
+    # rtol * |inf| is inf: a bound taken as is would let any finite value (or the other infinity) pass
+    tolerance = Tolerance(atol=1e-5, rtol=1e-5)
+    expected = torch.tensor([1.0, float("inf"), -2.0, float("-inf")], dtype=dtype)
+    for wrong in ([1.0, 3.0e4, -2.0, float("-inf")], [1.0, float("inf"), -2.0, float("inf")]):
+        actual = torch.tensor(wrong, dtype=dtype)
+        assert all_close(expected, actual, tolerance) is not True
+        assert compare_output(expected, actual, tolerance, 0).n_mismatch == 1
+    assert all_close(expected, expected.clone(), tolerance) is True
+    close = torch.tensor([1.0 + 1e-6, float("inf"), -2.0, float("-inf")], dtype=dtype)
+    assert all_close(expected, close, tolerance) in (True, None)  # None: compare_output decides, and passes it
+    assert compare_output(expected, close, tolerance, 0).n_mismatch == 0
