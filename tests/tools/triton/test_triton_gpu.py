@@ -1,6 +1,8 @@
 """The triton backend on a real CUDA GPU (skipped without one; scripts/validate_gpu.sh runs it on a GPU host):
-a correct ReLU verified and timed by the judge's clock (triton's assembler running under the runner's seccomp
-filter), a missed element refused, and the filter's attacks that the cuda policy still refuses."""
+a correct ReLU verified and timed by the judge's clock on fresh contents (triton's assembler running under the
+runner's seccomp filter), a missed element refused, an answer replayed after two calls not credited, and the
+filter's attacks that the cuda policy still refuses. The device profile's protocol itself also runs on the CPU
+(test_device_profile.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ def test_a_correct_relu_is_verified_and_timed_on_the_gpu(cuda_backend, l1_relu) 
     assert verified.correct, verified.message
     profiled = cuda_backend.profile(compiled.artifact, l1_relu)
     assert profiled.ok, profiled.message
+    assert profiled.contents == "elementwise"
     assert profiled.candidate.reps == 20 and profiled.candidate.median > 0 and profiled.reference.median > 0
     assert profiled.candidate.ci_low <= profiled.candidate.median <= profiled.candidate.ci_high
 
@@ -43,6 +46,13 @@ def test_a_missed_element_is_refused_on_the_gpu(cuda_backend, l1_relu) -> None:
     compiled = cuda_backend.compile(Candidate(task_id="l1_relu", files={"kernel.py": source}))
     verified = cuda_backend.verify(compiled.artifact, l1_relu)
     assert verified.status is Status.PARTIAL_WRITE
+
+
+def test_a_replayed_answer_is_not_credited_on_the_gpu(cuda_backend, l1_relu, tmp_path) -> None:
+    """Honest on its first two calls of a shape, then a copy of the kept answer (it would fool the source check)."""
+    profiled = cuda_backend.profile(unchecked_artifact((HERE / "attacks" / "replay_after_two.py").read_text(),
+                                                       tmp_path), l1_relu)
+    assert not profiled.ok and profiled.status in (Status.CACHED_RESULT, Status.WRONG_RESULT), profiled.message
 
 
 @pytest.mark.parametrize(("attack", "marker", "value"), [

@@ -214,5 +214,6 @@ class TritonBackend(IsolatedBackend):
         candidate, reference = Timing(**data["candidate"]), Timing(**data["reference"])
         return ProfileResult(status=Status.OK, ok=True, candidate=candidate, reference=reference,
                              speedup=reference.mean / candidate.mean if candidate.mean > 0 else 0.0,
-                             output_correct=True, input_sets=1, round_trip_s=float(data["round_trip_s"]),
-                             contents=str(data["contents"]), **common)
+                             output_correct=True, input_sets=int(data["input_sets"]),
+                             round_trip_s=float(data["round_trip_s"]), fresh_inputs=bool(data["fresh_inputs"]),
+                             unseen_calls=int(data["unseen_calls"]), contents=str(data["contents"]), **common)
