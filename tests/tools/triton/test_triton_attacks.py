@@ -36,11 +36,11 @@ def test_a_forged_success_reply_leaves_the_outputs_poisoned(triton_backend, l1_r
     assert verified.status is Status.PARTIAL_WRITE and not verified.correct
 
 
-def test_answers_kept_across_calls_are_caught(triton_backend, l1_relu) -> None:
+def test_answers_kept_across_calls_are_caught(triton_backend, l1_relu, tmp_path) -> None:
     source = (ATTACKS / "cache_answers.py").read_text()
     compiled = triton_backend.compile(Candidate(task_id="l1_relu", files={"kernel.py": source}))
-    assert compiled.ok, compiled.log  # it only copies memory: the source check lets it through
-    verified = triton_backend.verify(compiled.artifact, l1_relu)
+    assert compiled.status is Status.FORBIDDEN  # the grammar refuses state kept between calls (a module dict)
+    verified = triton_backend.verify(unchecked_artifact(source, tmp_path), l1_relu)  # the judge's own defence
     assert verified.status is Status.CACHED_RESULT and not verified.correct
 
 

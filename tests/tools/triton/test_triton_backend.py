@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.tools.triton.conftest import HERE
+from tests.tools.triton.conftest import HERE, unchecked_artifact
 
 from kernelsage.tools.results import Candidate, Status
 from kernelsage.tools.triton.backend import untimed_profile
@@ -62,11 +62,12 @@ def test_check_refuses_a_kernel_that_misses_the_last_element() -> None:
     assert failure["n_unwritten"] == 1
 
 
-def test_a_tensor_method_that_computes_is_refused_even_when_the_refusal_is_caught(triton_backend, l1_relu) -> None:
+def test_a_tensor_method_that_computes_is_refused_even_when_the_refusal_is_caught(triton_backend, l1_relu,
+                                                                                  tmp_path) -> None:
     source = (HERE / "kernels" / "relu_method_caught.py").read_text()
     compiled = triton_backend.compile(Candidate(task_id="l1_relu", files={"kernel.py": source}))
-    assert compiled.ok  # no static rule can know inputs[0] is a tensor
-    verified = triton_backend.verify(compiled.artifact, l1_relu)
+    assert compiled.status is Status.FORBIDDEN  # the grammar allows neither `try` nor a `.relu` method
+    verified = triton_backend.verify(unchecked_artifact(source, tmp_path), l1_relu)  # the run-time guard still
     assert verified.status is Status.FORBIDDEN and not verified.correct
     assert "aten.relu" in verified.message
 

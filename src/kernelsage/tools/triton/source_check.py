@@ -1,38 +1,39 @@
-"""The static half of "no borrowed compute": what kernel.py may import, name and reach, read with `ast`.
+"""The static half of "no borrowed compute": kernel.py read with `ast` against an allowlist grammar.
 
-Imports: triton, triton.language, math and torch only (no star imports). torch is for types and allocation
-(dtypes, Tensor, empty, zeros...), triton for jit, cdiv, autotune and the like, and a chain through
-triton.language may pass only through its own modules (tl.math, tl.extra.cuda.libdevice), never through what
-they import (tl.core.builtins). A module is used only through an attribute (no `t = torch`). No private or
-dunder attribute or name, none of the builtins that reach objects by name or run code (getattr, eval, open...),
-and none of the tensor methods that hand its data to Python (numpy, tolist, item) or the interpreter's own
-arrays (handle). The run-time half (sandbox/guard.py) refuses aten operators that compute.
+A denylist of names fails open (a running generator's gi_frame.f_back.f_globals reached the runner's modules
+without one refused token); this check fails closed. At module level: imports of triton, triton.language,
+math and torch, @triton.jit functions (decorated by triton.autotune / triton.heuristics with literal
+configurations at most), ks_kernel and other plain functions, and constants. In ks_kernel and its helpers
+("host" code): arithmetic and comparisons, the tensor attributes and methods of grammar.HOST_ATTRIBUTES,
+allocation through torch, launches `kernel[grid](...)` of the file's own @triton.jit functions (a grid may be
+`lambda meta: ...`), the builtins of grammar.HOST_BUILTINS, if/for/while, assignment to names, return, assert
+and raise of a plain exception. In a @triton.jit body: triton.language, arithmetic, the tensor attributes of
+grammar.JIT_ATTRIBUTES, calls of the file's other @triton.jit functions, control flow and assignment. Every
+name must be defined in the file (the interpreter puts NumPy into the module's globals as `np`). Refused
+everywhere: generators, coroutines, comprehensions, other lambdas, try/with/del/global, classes, walrus,
+assignment to attributes or subscripts (no state kept between calls), mutable constants. The run-time half
+(sandbox/guard.py) refuses aten operators that compute.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
-import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from kernelsage.tools.triton import grammar as g
 
 FILE = "kernel.py"
-ALLOWED_MODULES = ("triton", "triton.language", "math", "torch")
-TORCH_NAMES = frozenset({
-    "Tensor", "dtype", "Size", "empty", "empty_like", "empty_strided", "zeros", "zeros_like",
-    "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16", "int32", "int64",
-    "uint8", "bool", "long", "int", "short", "float8_e4m3fn", "float8_e5m2",
-})
-TRITON_NAMES = frozenset({"jit", "cdiv", "next_power_of_2", "Config", "autotune", "heuristics", "language"})
-FORBIDDEN_NAMES = frozenset({
-    "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "globals", "locals", "vars", "dir",
-    "breakpoint", "input", "memoryview", "type", "super", "object", "help", "exit", "quit", "classmethod",
-    "staticmethod", "property", "id", "bytearray", "bytes",
-})
-FORBIDDEN_ATTRIBUTES = frozenset({
-    "numpy", "tolist", "item", "storage", "untyped_storage", "data", "apply_", "map_", "map2_", "handle",
-    "grad", "grad_fn", "backward", "register_hook",
-})
+HOST, JIT, CONSTANT = "host", "jit", "constant"
+CONSTRUCTS = {
+    ast.GeneratorExp: "a generator expression", ast.ListComp: "a list comprehension", ast.SetComp:
+    "a set comprehension", ast.DictComp: "a dict comprehension", ast.Yield: "yield", ast.YieldFrom: "yield from",
+    ast.Await: "await", ast.Lambda: "a lambda (only `lambda meta: ...` as a launch grid or heuristic)",
+    ast.NamedExpr: "an assignment expression (:=)", ast.ClassDef: "a class", ast.AsyncFunctionDef:
+    "an async function", ast.Try: "try", ast.With: "with", ast.Delete: "del", ast.Global: "global", ast.Nonlocal:
+    "nonlocal", ast.Starred: "a starred expression", ast.Set: "a set", ast.Import: "an import inside a function",
+    ast.ImportFrom: "an import inside a function", ast.FunctionDef: "a function inside a function",
+    ast.Raise: "raise (only in ks_kernel or a helper)", ast.Dict: "a dict",
+}
 
 
 @dataclass(frozen=True)
@@ -49,108 +50,421 @@ def check_source(source: str) -> list[SourceProblem]:
         tree = ast.parse(source, filename=FILE)
     except SyntaxError as exc:
         return [SourceProblem(exc.lineno or 0, exc.offset or 0, f"SyntaxError: {exc.msg}", forbidden=False)]
-    checker = _Checker()
-    checker.visit(tree)
-    problems = checker.problems
-    if not any(isinstance(node, ast.FunctionDef) and node.name == "ks_kernel" for node in tree.body):
-        problems.append(SourceProblem(0, 0, "kernel.py defines no top-level function ks_kernel(inputs, outputs, "
-                                            "attrs)", forbidden=False))
-    return problems
+    checker = _Checker(tree)
+    checker.check_module(tree)
+    if "ks_kernel" not in checker.helpers:
+        checker.problems.append(SourceProblem(0, 0, "kernel.py defines no top-level function ks_kernel(inputs, "
+                                                    "outputs, attrs)", forbidden=False))
+    return checker.problems
 
 
-class _Checker(ast.NodeVisitor):
-    def __init__(self) -> None:
+@dataclass
+class _Scope:
+    context: str  # HOST, JIT or CONSTANT
+    names: set[str] = field(default_factory=set)  # parameters and locals
+
+
+class _Checker:
+    def __init__(self, tree: ast.Module) -> None:
         self.problems: list[SourceProblem] = []
         self.modules: dict[str, str] = {}  # a local name -> the module it stands for
+        self.objects: dict[str, str] = {}  # a local name -> the module member it was imported as
+        self.jit = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.decorator_list}
+        self.helpers = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.decorator_list}
+        self.refused = {n.name for n in tree.body if isinstance(n, (ast.AsyncFunctionDef, ast.ClassDef))}
+        # Globals are looked up when a function runs: a constant may be defined below the function using it.
+        self.constants = {name for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                          for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for name in _bound(t)}
 
-    def refuse(self, node: ast.AST, message: str) -> None:
-        self.problems.append(SourceProblem(getattr(node, "lineno", 0), getattr(node, "col_offset", 0), message,
-                                           forbidden=True))
+    def refuse(self, node: ast.AST, message: str, *, forbidden: bool = True) -> None:
+        line = getattr(node, "lineno", 0)
+        self.problems.append(SourceProblem(line, getattr(node, "col_offset", 0), f"{FILE} line {line}: {message}",
+                                           forbidden=forbidden))
 
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            if not _allowed_module(alias.name):
-                self.refuse(node, f"import of {alias.name!r}: only triton, triton.language, math and torch")
-            elif alias.asname:
-                self.modules[alias.asname] = alias.name
+    def construct(self, node: ast.AST, where: str) -> None:
+        name = CONSTRUCTS.get(type(node), f"the construct {type(node).__name__}")
+        self.refuse(node, f"{name} is not allowed {where}")
+
+    # Module level
+    def check_module(self, tree: ast.Module) -> None:
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    self.imported(node, alias.name, alias.asname or alias.name.split(".")[0],
+                                  alias.name if alias.asname else alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):
+                self.import_from(node)
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                pass  # a docstring
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                self.module_constant(node)
+            elif isinstance(node, ast.FunctionDef):
+                self.function(node)
             else:
-                self.modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
+                self.construct(node, "at module level (kernel.py holds imports, @triton.jit functions, ks_kernel "
+                                     "and other plain functions, and constants)")
+                self.descend(node, _Scope(HOST, _bound_anywhere(node)))
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+    def imported(self, node: ast.AST, path: str, name: str, bound: str) -> None:
+        if not g.importable(path):
+            self.refuse(node, f"import of {path!r}: only triton, triton.language, math and torch")
+        else:
+            self.modules[name] = bound
+
+    def import_from(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
-        if node.level or not _allowed_module(module):
+        if module == "__future__" and not node.level:
+            return
+        if node.level or not g.importable(module):
             self.refuse(node, f"import from {module or '.'!r}: only triton, triton.language, math and torch")
             return
         for alias in node.names:
             if alias.name == "*":
                 self.refuse(node, f"from {module} import *: name what you use")
-            elif self._allowed_member(node, module, alias.name):
-                target = f"{module}.{alias.name}"
-                if isinstance(_resolve(target), types.ModuleType):
-                    self.modules[alias.asname or alias.name] = target
+                continue
+            found = g.member(module, alias.name)
+            if found.why:
+                self.refuse(node, found.why)
+            elif found.module:
+                self.modules[alias.asname or alias.name] = found.path
+            else:
+                self.objects[alias.asname or alias.name] = found.path
 
-    def visit_Name(self, node: ast.Name) -> None:
-        if node.id.startswith("__") or node.id in FORBIDDEN_NAMES:
-            self.refuse(node, f"the name {node.id!r} is not available to kernels")
-        elif node.id in self.modules:
-            self.refuse(node, f"the module {node.id!r} used as a value: use its attributes only (e.g. tl.load)")
+    def module_constant(self, node: ast.Assign | ast.AnnAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(node, ast.AnnAssign):
+            self.annotation(node.annotation)
+        for target in targets:
+            names = _bound(target)
+            taken = self.jit | self.helpers | set(self.modules) | set(self.objects)
+            if not names or any(name in taken or name.startswith("__") for name in names):
+                self.refuse(target, "at module level only constants may be assigned, each to a new name")
+        self.expr(node.value, _Scope(CONSTANT))
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr.startswith("_"):
-            self.refuse(node, f"private attribute {node.attr!r}")
-        elif node.attr in FORBIDDEN_ATTRIBUTES:
-            self.refuse(node, f"attribute {node.attr!r}: a kernel may not hand tensor data to Python")
-        chain = _chain(node)
-        if chain and chain[0] in self.modules:
-            for part in chain[1:-1]:  # the outermost was checked above
-                if part.startswith("_") or part in FORBIDDEN_ATTRIBUTES:
-                    self.refuse(node, f"attribute {part!r} is not available to kernels")
-            self._allowed_member(node, self.modules[chain[0]], ".".join(chain[1:]))
-            return  # the chain's head is a module: visiting it as a Name would refuse it
-        self.generic_visit(node)
+    def function(self, node: ast.FunctionDef) -> None:
+        jit = node.name in self.jit
+        if jit:
+            self.decorators(node)
+        if node.name.startswith("__") or node.name in self.modules or node.name in self.objects:
+            self.refuse(node, f"the function name {node.name!r} is not allowed")
+        scope = _Scope(JIT if jit else HOST)
+        self.arguments(node.args, scope)
+        if node.returns is not None:
+            self.annotation(node.returns)
+        for child in node.body:
+            scope.names |= _bound_anywhere(child)
+        self.block(node.body, scope)
 
-    def _allowed_member(self, node: ast.AST, module: str, path: str) -> bool:
-        first = path.split(".")[0]
-        if module == "torch" and first not in TORCH_NAMES:
-            self.refuse(node, f"torch.{path}: torch is for types and allocation only; compute in @triton.jit kernels")
-            return False
-        if module == "triton" and first not in TRITON_NAMES:
-            self.refuse(node, f"triton.{path}: kernels may use triton.{', triton.'.join(sorted(TRITON_NAMES))}")
-            return False
-        if module.startswith("triton"):
-            return self._within_language(node, module, path)
-        return True
+    def arguments(self, args: ast.arguments, scope: _Scope) -> None:
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                self.refuse(extra, f"*{extra.arg} / **{extra.arg} parameters are not allowed")
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            self.binds(arg, arg.arg)
+            scope.names.add(arg.arg)
+            if arg.annotation is not None:
+                self.annotation(arg.annotation)
+        for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+            if not _literal(default):
+                self.refuse(default, "a default value must be a literal (a number, a string, True, False, None)")
+                self.expr(default, _Scope(HOST, _bound_anywhere(default)))
 
-    def _within_language(self, node: ast.AST, module: str, path: str) -> bool:
-        """A chain through triton.language passes only through triton.language's own modules (or math)."""
-        current: object = importlib.import_module(module)
-        for part in path.split("."):
-            current = getattr(current, part, None)
-            if isinstance(current, types.ModuleType) and not (
-                    current.__name__.startswith("triton.language") or current.__name__ == "math"):
-                self.refuse(node, f"{module}.{path} reaches the module {current.__name__!r}")
-                return False
-        return True
+    def decorators(self, node: ast.FunctionDef) -> None:
+        *outer, inner = node.decorator_list
+        call = inner if isinstance(inner, ast.Call) else None
+        if self.dotted(call.func if call else inner) != "triton.jit":
+            self.refuse(inner, f"the decorator next to def {node.name} must be @triton.jit")
+        elif call:
+            self.decorator_call(call, g.JIT_KEYWORDS, positional=0)
+        for decorator in outer:
+            kind = self.dotted(decorator.func) if isinstance(decorator, ast.Call) else ""
+            if kind == "triton.autotune" and isinstance(decorator, ast.Call):
+                self.decorator_call(decorator, g.AUTOTUNE_KEYWORDS, positional=2)
+            elif kind == "triton.heuristics" and isinstance(decorator, ast.Call):
+                self.decorator_call(decorator, frozenset({"values"}), positional=1, lambdas=True)
+            else:
+                self.refuse(decorator, "only @triton.autotune(...) and @triton.heuristics(...) may decorate a "
+                                       "@triton.jit function")
 
+    def decorator_call(self, call: ast.Call, keywords: frozenset[str], *, positional: int,
+                       lambdas: bool = False) -> None:
+        if len(call.args) > positional:
+            self.refuse(call, f"at most {positional} positional arguments here")
+        for keyword in call.keywords:
+            if keyword.arg not in keywords:
+                self.refuse(keyword.value, f"the keyword {keyword.arg or '**'} is not allowed here (allowed: "
+                                           f"{', '.join(sorted(keywords))})")
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            self.decorator_value(value, lambdas)
 
-def _allowed_module(name: str) -> bool:
-    """triton, triton.language (and its own submodules: tl.extra.cuda.libdevice), math, torch."""
-    return name in ALLOWED_MODULES or name.startswith("triton.language.")
+    def decorator_value(self, node: ast.expr, lambdas: bool) -> None:
+        """Literals, lists and dicts of them, triton.Config(...) and, for heuristics, `lambda args: ...`."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            for element in node.elts:
+                self.decorator_value(element, lambdas)
+        elif isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys):
+            for value in node.values:
+                self.decorator_value(value, lambdas)
+        elif isinstance(node, ast.Call) and self.dotted(node.func) == "triton.Config":
+            self.decorator_call(node, g.CONFIG_KEYWORDS, positional=1)
+        elif isinstance(node, ast.Lambda) and lambdas:
+            self.lambda_(node, _Scope(HOST))
+        elif not (_literal(node) or (isinstance(node, ast.Name) and node.id in self.constants)):
+            self.refuse(node, "decorator arguments are literals, constants, triton.Config(...) and heuristics' lambdas")
 
+    # Statements
+    def block(self, body: list[ast.stmt], scope: _Scope) -> None:
+        for node in body:
+            self.statement(node, scope)
 
-def _chain(node: ast.Attribute) -> list[str]:
-    """['tl', 'math', 'exp'] for tl.math.exp; [] when the chain does not start at a plain name."""
-    parts: list[str] = []
-    current: ast.AST = node
-    while isinstance(current, ast.Attribute):
-        parts.append(current.attr)
-        current = current.value
-    return [current.id, *reversed(parts)] if isinstance(current, ast.Name) else []
+    def statement(self, node: ast.stmt, scope: _Scope) -> None:
+        where = "in a @triton.jit function" if scope.context == JIT else "in ks_kernel or a helper"
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                self.target(target)
+            grid = len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and scope.context == HOST
+            self.expr(node.value, scope, lambdas=grid)
+        elif isinstance(node, ast.AugAssign):
+            self.target(node.target, tuples=False)
+            self.expr(node.value, scope)
+        elif isinstance(node, ast.AnnAssign):
+            self.target(node.target, tuples=False)
+            self.annotation(node.annotation)
+            if node.value is not None:
+                self.expr(node.value, scope)
+        elif isinstance(node, ast.Expr):
+            self.expr(node.value, scope)
+        elif isinstance(node, (ast.If, ast.While)):
+            self.expr(node.test, scope)
+            self.block(node.body, scope)
+            self.block(node.orelse, scope)
+        elif isinstance(node, ast.For):
+            self.target(node.target)
+            self.expr(node.iter, scope)
+            self.block(node.body, scope)
+            self.block(node.orelse, scope)
+        elif isinstance(node, ast.Return):
+            if node.value is not None:
+                self.expr(node.value, scope)
+        elif isinstance(node, ast.Assert):
+            self.expr(node.test, scope)
+            if node.msg is not None:
+                self.expr(node.msg, scope)
+        elif isinstance(node, ast.Raise) and scope.context == HOST:
+            self.raise_(node, scope)
+        elif not isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
+            self.construct(node, where)
+            self.descend(node, scope)
 
+    def raise_(self, node: ast.Raise, scope: _Scope) -> None:
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        if node.cause is not None or not (isinstance(exc, ast.Name) and exc.id in g.EXCEPTIONS):
+            self.refuse(node, f"raise only {', '.join(sorted(g.EXCEPTIONS))} (with a message)")
+        elif isinstance(node.exc, ast.Call):
+            self.arguments_of(node.exc, scope)
 
-def _resolve(dotted: str) -> object:
-    module, _, name = dotted.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name, None)
-    except ImportError:
+    def target(self, node: ast.expr, *, tuples: bool = True) -> None:
+        if isinstance(node, ast.Name):
+            self.binds(node, node.id)
+        elif isinstance(node, (ast.Tuple, ast.List)) and tuples:
+            for element in node.elts:
+                self.target(element.value if isinstance(element, ast.Starred) else element)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)):
+            self.refuse(node, "assignment to an attribute or a subscript is not allowed (ks_kernel keeps no state; "
+                              "outputs are written by @triton.jit kernels)")
+        else:
+            self.construct(node, "as an assignment target")
+
+    def binds(self, node: ast.AST, name: str) -> None:
+        if name.startswith("__"):
+            self.refuse(node, f"the name {name!r} is not allowed")
+        elif name in self.modules or name in self.objects or name in self.jit:
+            self.refuse(node, f"the name {name!r} is already an import or a @triton.jit function")
+
+    # Expressions
+    def expr(self, node: ast.expr, scope: _Scope, *, lambdas: bool = False) -> None:
+        if isinstance(node, ast.Constant):
+            return
+        if isinstance(node, ast.Name):
+            self.name(node, scope)
+        elif isinstance(node, ast.Attribute):
+            self.attribute(node, scope)
+        elif isinstance(node, ast.Call):
+            self.call(node, scope)
+        elif isinstance(node, ast.Lambda) and lambdas:
+            self.lambda_(node, scope)
+        elif isinstance(node, ast.Starred) and scope.context == HOST:  # (*x.shape[:-1], n)
+            self.expr(node.value, scope)
+        elif isinstance(node, ast.List) and scope.context == CONSTANT:  # list.sort is a jit body's tensor method
+            self.refuse(node, "a module-level constant may not be a list: use a tuple (ks_kernel keeps no state)")
+        elif isinstance(node, ast.Dict) and scope.context != JIT and None not in node.keys:
+            for child in [*node.keys, *node.values]:
+                self.expr(child, scope)  # type: ignore[arg-type]
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.BinOp, ast.UnaryOp, ast.BoolOp,
+                               ast.Compare, ast.IfExp, ast.JoinedStr, ast.FormattedValue)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child, scope)
+        else:
+            self.construct(node, "here" if scope.context != CONSTANT else "in a module-level constant")
+            self.descend(node, scope)
+
+    def descend(self, node: ast.AST, scope: _Scope) -> None:
+        """What a refused construct holds is checked too, so that one answer names every problem."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, scope)
+            elif isinstance(child, ast.stmt):
+                self.statement(child, scope)
+            else:
+                self.descend(child, scope)
+
+    def name(self, node: ast.Name, scope: _Scope, *, called: bool = False) -> None:
+        name = node.id
+        if not isinstance(node.ctx, ast.Load):  # bound by a refused construct (a comprehension, del)
+            self.binds(node, name)
+        elif name.startswith("__"):
+            self.refuse(node, f"the name {name!r} is not allowed")
+        elif name in scope.names or name in self.constants or name in self.objects:
+            return
+        elif name in self.modules:
+            self.refuse(node, f"the module {name!r} used as a value: use its attributes only (e.g. tl.load)")
+        elif name in self.jit:
+            if scope.context != JIT:
+                self.refuse(node, f"launch the @triton.jit function {name} as {name}[grid](...)")
+        elif name in self.helpers:
+            if not called or scope.context != HOST:
+                self.refuse(node, f"the function {name} may only be called, from ks_kernel or a helper")
+        elif name in g.EXCEPTIONS and called:
+            self.refuse(node, "an exception may only be raised (raise ValueError('...'))")
+        elif name in g.BUILTIN_NAMES:
+            allowed = {HOST: g.HOST_BUILTINS, JIT: g.JIT_BUILTINS, CONSTANT: g.CONSTANT_BUILTINS}[scope.context]
+            if not (called and name in allowed):
+                self.refuse(node, f"the builtin {name!r} is not available here (builtins that may be called: "
+                                  f"{', '.join(sorted(allowed))})")
+        elif name in g.RUNTIME_NAMES:
+            self.refuse(node, f"the name {name!r} is defined nowhere in kernel.py: a kernel may not use what the "
+                              "runtime puts in its globals (the triton interpreter's np, inspect...)")
+        elif name not in self.refused:
+            self.refuse(node, f"the name {name!r} is defined nowhere in kernel.py", forbidden=False)
+
+    def attribute(self, node: ast.Attribute, scope: _Scope) -> None:
+        module = self.module_of(node.value)
+        if module is not None:
+            found = g.member(module, node.attr)
+            if found.why:
+                self.refuse(node, found.why)
+            elif found.module:
+                self.refuse(node, f"the module {found.path!r} used as a value: use its attributes only")
+            elif module == "torch" and scope.context == JIT:
+                self.refuse(node, "torch is not available inside a @triton.jit function: use triton.language")
+            return
+        allowed = g.JIT_ATTRIBUTES if scope.context == JIT else g.HOST_ATTRIBUTES
+        if node.attr not in allowed or scope.context == CONSTANT:
+            what = "in a @triton.jit function" if scope.context == JIT else "on tensors, dtypes, devices and dicts"
+            self.refuse(node, f"attribute {node.attr!r} is not allowed (allowed {what}: {', '.join(sorted(allowed))})"
+                        if scope.context != CONSTANT else f"attribute {node.attr!r} in a module-level constant")
+        self.expr(node.value, scope)
+
+    def call(self, node: ast.Call, scope: _Scope) -> None:
+        func = node.func
+        if scope.context == CONSTANT and self.dotted(func) not in g.CONSTANT_CALLS and not (
+                self.dotted(func).startswith("math.") or (isinstance(func, ast.Name) and func.id in g.BUILTIN_NAMES)):
+            self.refuse(node, f"the call of {_short(func)} in a module-level constant: a constant is computed from "
+                              "literals (int, float, min, max, tl.constexpr, triton.cdiv, math...)")
+        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id in self.jit:
+            if scope.context != HOST:
+                self.refuse(node, "kernels are launched from ks_kernel or a helper")
+            self.expr(func.slice, scope, lambdas=True)  # the grid
+        elif isinstance(func, ast.Name):
+            self.name(func, scope, called=True)
+        elif isinstance(func, ast.Attribute):
+            self.attribute(func, scope)
+        else:
+            self.refuse(node, f"the call of {_short(func)}: only the file's functions, the allowed builtins, "
+                              "module functions, allowed methods and launches kernel[grid](...) may be called")
+        self.arguments_of(node, scope)
+
+    def arguments_of(self, node: ast.Call, scope: _Scope) -> None:
+        for arg in node.args:
+            starred = isinstance(arg, ast.Starred) and scope.context == HOST
+            self.expr(arg.value if starred else arg, scope)  # type: ignore[attr-defined]
+        for keyword in node.keywords:
+            if keyword.arg is None and scope.context != HOST:
+                self.refuse(keyword.value, "** arguments are not allowed here")
+            self.expr(keyword.value, scope)
+
+    def lambda_(self, node: ast.Lambda, scope: _Scope) -> None:
+        args = node.args
+        if len(args.args) != 1 or args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg or args.defaults:
+            self.refuse(node, "a grid or heuristic lambda takes exactly one parameter (lambda meta: ...)")
+        inner = _Scope(HOST, scope.names | {a.arg for a in args.args})
+        self.expr(node.body, inner)
+
+    def annotation(self, node: ast.expr) -> None:
+        if isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id in g.ANNOTATION_NAMES):
+            return
+        if isinstance(node, ast.Attribute) and self.module_of(node.value) is not None:
+            self.attribute(node, _Scope(HOST))
+        elif isinstance(node, (ast.Subscript, ast.Tuple, ast.BinOp)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.annotation(child)
+        else:
+            self.refuse(node, "an annotation may name only types (int, float, torch.Tensor, tl.constexpr...)")
+
+    def module_of(self, node: ast.expr) -> str | None:
+        """The module `node` stands for (tl, tl.math, triton.language...), None when it is a value."""
+        if isinstance(node, ast.Name):
+            return self.modules.get(node.id)
+        if isinstance(node, ast.Attribute):
+            parent = self.module_of(node.value)
+            if parent is not None:
+                found = g.member(parent, node.attr)
+                return found.path if found.module else None
         return None
+
+    def dotted(self, node: ast.expr) -> str:
+        """'triton.jit' for triton.jit or for jit imported from triton; '' for anything else."""
+        if isinstance(node, ast.Name):
+            return self.objects.get(node.id, "")
+        if isinstance(node, ast.Attribute):
+            module = self.module_of(node.value)
+            return f"{module}.{node.attr}" if module else ""
+        return ""
+
+
+def _bound(target: ast.expr) -> list[str]:
+    """The names a module-level assignment binds ([] when it assigns to anything but names)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts]  # type: ignore[attr-defined]
+    return []
+
+
+def _bound_anywhere(node: ast.AST) -> set[str]:
+    """Every name `node` binds: assigned, a loop's, a parameter's (a lambda's too), an exception's."""
+    names: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
+            names.add(sub.id)
+        elif isinstance(sub, ast.arg):
+            names.add(sub.arg)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            names.add(sub.name)
+    return names
+
+
+def _short(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _literal(node: ast.expr) -> bool:
+    """A number, string, bool or None (negated or in a tuple): values that carry no object of the runtime."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _literal(node.operand)
+    if isinstance(node, ast.Tuple):
+        return all(_literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant)
