@@ -24,8 +24,9 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelsage.tasks.loaders import find_task, load_suite
-from kernelsage.tools.cpu import contents, judge, profile, runner
+from kernelsage.tools.cpu import judge, profile, runner
 from kernelsage.tools.cpu.backend import CpuBackend
+from kernelsage.tools.judging import contents
 from kernelsage.tools.results import Candidate
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "kernelsage" / "tools" / "cpu" / "examples"

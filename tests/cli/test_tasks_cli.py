@@ -108,9 +108,9 @@ def test_backend_limits_come_from_options_else_the_environment(monkeypatch):
     from kernelsage.cli.task_options import MEMORY_LIMIT_ENV, TIME_LIMIT_ENV, backend_options
     from kernelsage.errors import BackendError
     from kernelsage.tools import get_backend
-    from kernelsage.tools.cpu import backend as cpu
+    from kernelsage.tools.judging import resources
 
-    assert (MEMORY_LIMIT_ENV, TIME_LIMIT_ENV) == (cpu.MEMORY_LIMIT_ENV, cpu.TIME_LIMIT_ENV)
+    assert (MEMORY_LIMIT_ENV, TIME_LIMIT_ENV) == (resources.MEMORY_LIMIT_ENV, resources.TIME_LIMIT_ENV)
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "512")
     monkeypatch.setenv(TIME_LIMIT_ENV, "200")
     with get_backend("cpu", **backend_options(None, 5.0)) as backend:

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from kernelsage.tasks.model import Tolerance
 from kernelsage.tools.compare import compare_output, poison, poison_value
-from kernelsage.tools.cpu.contents import ELEMENTWISE, WHOLE, Draw, FreshContents, blend_kind
-from kernelsage.tools.cpu.judge import Prepared
+from kernelsage.tools.judging.contents import ELEMENTWISE, WHOLE, Draw, FreshContents, blend_kind
+from kernelsage.tools.judging.instances import Prepared
 from kernelsage.tools.timing import MIN_UNSEEN, TimedCall, call_ratios, slower_on_unseen
 
 

@@ -66,7 +66,7 @@ class Evaluator:
 
         options: dict[str, Any] = {}
         if backend == "cpu" and slots > 1:  # CPU slots of one host share its cores rather than each take all
-            from kernelsage.tools.cpu.backend import default_threads
+            from kernelsage.tools.judging.resources import default_threads
 
             options["threads"] = max(1, default_threads() // slots)
         self.backend = get_backend(backend, **options)

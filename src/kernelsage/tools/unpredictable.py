@@ -4,7 +4,7 @@ A candidate sees its inputs, and everything a seeded generator makes follows fro
 default generators (MT19937, PCG64) are rebuilt from a few hundred of their outputs, which a kernel can read off
 its inputs. So what a kernel must not predict (which calls are unseen instances, the order of the calls, the
 blends, the positions poisoned or checked) comes from `secrets`/`os.urandom`, whose outputs tell nothing about
-the next ones. Inputs themselves come from seeded generators keyed per instance (`cpu.judge.case_seed`).
+the next ones. Inputs themselves come from seeded generators keyed per instance (`judging.instances.case_seed`).
 """
 
 from __future__ import annotations

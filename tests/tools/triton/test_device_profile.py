@@ -14,7 +14,7 @@ import pytest
 from tests.tools.triton.conftest import HERE, unchecked_artifact
 
 from kernelsage.tasks.model import Task
-from kernelsage.tools.cpu import jobs
+from kernelsage.tools.judging.tasks import prepare_task
 from kernelsage.tools.results import Artifact, Candidate, Status
 from kernelsage.tools.sandbox import Limits
 from kernelsage.tools.triton.backend import TritonBackend
@@ -35,7 +35,7 @@ class CpuDeviceDouble:
         """CPU work is done when the call returns."""
 
 
-prepare = jobs.prepare  # this module serves as the job's handler module in the sandbox worker (below)
+prepare = prepare_task  # this module serves as the job's handler module in the sandbox worker (below)
 
 
 def profile_with_double(payload: dict[str, Any], task: Task, emit: Any) -> None:

@@ -16,7 +16,7 @@ import triton.runtime.interpreter  # noqa: F401  (loaded before the filter, as t
 
 from kernelsage.tasks.loaders import find_task, load_suite
 from kernelsage.tools.compare import classify, compare_output, poison
-from kernelsage.tools.cpu.judge import dtype_name
+from kernelsage.tools.judging.instances import dtype_name
 from kernelsage.tools.triton.sandbox.guard import Refusals, compute_guard, safe_builtins
 from kernelsage.tools.triton.sandbox.syscall_filter import install as install_syscall_filter
 from kernelsage.tools.triton.source_check import check_source

@@ -37,9 +37,9 @@ from kernelsage.tools.ascend.python_mirror import PythonMirror
 from kernelsage.tools.ascend.sandboxing import python_paths, reachable_by_others, read_only_paths
 from kernelsage.tools.ascend.store import AscendCache
 from kernelsage.tools.ascend.toolchain import Toolchain, ToolchainProblem, detect_toolchain
-from kernelsage.tools.cpu.build import cache_root
 from kernelsage.tools.isolated_backend import IsolatedBackend, job_key
 from kernelsage.tools.isolation import Isolation, give_to_sandbox
+from kernelsage.tools.judging.resources import cache_root
 from kernelsage.tools.redaction import redact
 from kernelsage.tools.results import (
     Artifact,

@@ -26,15 +26,16 @@ from kernelsage.tools.ascend.devices import device_nodes
 from kernelsage.tools.ascend.glue import MODULE_FILE
 from kernelsage.tools.ascend.sandboxing import device_popen_options, with_device_nodes
 from kernelsage.tools.ascend.store import copy_regular_tree, tree_digest
-from kernelsage.tools.cpu import jobs as cpu_jobs
-from kernelsage.tools.cpu.judge import HarnessFailure, case_seed, dtype_name, instantiate, reference
 from kernelsage.tools.diagnostics import keep_start
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
+from kernelsage.tools.judging.core import HarnessFailure
+from kernelsage.tools.judging.instances import case_seed, dtype_name, instantiate, reference
+from kernelsage.tools.judging.tasks import prepare_task
 from kernelsage.tools.results import Status
 from kernelsage.tools.timing import timing_from_samples
 
 Emit = Callable[[dict[str, Any]], None]
-prepare = cpu_jobs.prepare  # the worker loads (and caches) the job's task before forking
+prepare = prepare_task  # the worker loads (and caches) the job's task before forking
 LOG_LIMIT = 40000
 JOB_DIR = "/job"
 

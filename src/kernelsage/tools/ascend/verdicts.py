@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from kernelsage.tasks.model import Task, TestCase
-from kernelsage.tools.cpu.judge import dtype_name, output_check
-from kernelsage.tools.cpu.verdicts import case_result, failed_case, inputs_modified
+from kernelsage.tools.judging.instances import dtype_name, output_check
+from kernelsage.tools.judging.verdicts import case_result, failed_case, inputs_modified
 from kernelsage.tools.results import Status
 
 # What the NPU runtime prints when a kernel faults on the device (AI Core exceptions, timeouts, illegal

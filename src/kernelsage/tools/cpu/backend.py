@@ -21,11 +21,18 @@ from kernelsage.tools.cpu import build
 from kernelsage.tools.cpu.abi import HEADER
 from kernelsage.tools.cpu.binaries import build_runner
 from kernelsage.tools.cpu.cache import BuildCache
-from kernelsage.tools.cpu.contents import DEFAULT_SETS
 from kernelsage.tools.cpu.jobs import read_library
 from kernelsage.tools.diagnostics import parse_compiler_output
 from kernelsage.tools.isolated_backend import IsolatedBackend, job_key
 from kernelsage.tools.isolation import Isolation, give_to_sandbox
+from kernelsage.tools.judging.contents import DEFAULT_SETS
+from kernelsage.tools.judging.resources import (
+    MEMORY_LIMIT_ENV,
+    TIME_LIMIT_ENV,
+    cache_root,
+    default_threads,
+    run_limits_for,
+)
 from kernelsage.tools.redaction import redact
 from kernelsage.tools.results import (
     Artifact,
@@ -43,34 +50,6 @@ from kernelsage.tools.sandbox import ChildOutcome, Limits, Sandbox, classify_cra
 from kernelsage.tools.timing import DEFAULT_REPS, DEFAULT_WARMUP
 
 JOBS = "kernelsage.tools.cpu.jobs"
-
-
-def default_threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-MEMORY_LIMIT_ENV = "KERNELSAGE_CPU_MEMORY_MB"
-TIME_LIMIT_ENV = "KERNELSAGE_CPU_TIME_LIMIT_S"
-DEFAULT_RUN_LIMITS = Limits(wall_s=60, cpu_s=120)
-
-
-def run_limits_for(memory_limit_mb: int | None, time_limit_s: float | None) -> Limits:
-    """Verify and profile limits from the two settings a user gives: `memory_limit_mb` bounds both the
-    judge (references, inputs, outputs) and the kernel beyond its tensors; `time_limit_s` is the job's wall
-    clock for the kernel's work, with twice that in CPU time (threads) and at least as long for the judge's
-    own work (references of large cases take as long). Unset settings keep DEFAULT_RUN_LIMITS."""
-    limits = DEFAULT_RUN_LIMITS
-    if memory_limit_mb is not None:
-        if memory_limit_mb < 64:
-            raise BackendError(f"memory limit {memory_limit_mb} MiB: give at least 64 MiB")
-        limits = dataclasses.replace(limits, memory_bytes=memory_limit_mb << 20,
-                                     harness_memory_bytes=memory_limit_mb << 20)
-    if time_limit_s is not None:
-        if time_limit_s <= 0:
-            raise BackendError(f"time limit {time_limit_s} s: give a positive number of seconds")
-        limits = dataclasses.replace(limits, wall_s=float(time_limit_s), cpu_s=2.0 * time_limit_s,
-                                     harness_wall_s=max(limits.harness_wall_s, float(time_limit_s)))
-    return limits
 
 
 def _env_number(name: str, kind: type[int] | type[float]) -> Any:
@@ -108,7 +87,7 @@ class CpuBackend(IsolatedBackend):
         self.threads = threads or default_threads()
         self.compiler = compiler
         self.flags = tuple(flags)
-        self.cache_dir = Path(cache_dir) if cache_dir else build.cache_root()
+        self.cache_dir = Path(cache_dir) if cache_dir else cache_root()
         self.trials = trials
         self.warmup = warmup
         self.reps = reps

@@ -4,7 +4,6 @@ memfds that hand exact bytes (the runner, a checked library) to a sandbox."""
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import os
@@ -47,18 +46,6 @@ def build_runner(cache_dir: Path) -> tuple[Path, str]:
         os.replace(built, target)
     write_atomically(record, digest)
     return target, digest
-
-
-def sealed_memfd(name: str, data: bytes) -> int:
-    """A memfd holding `data`, sealed against any change."""
-    fd = os.memfd_create(name, os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    os.lseek(fd, 0, os.SEEK_SET)
-    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
-                | fcntl.F_SEAL_SEAL)
-    return fd
 
 
 # The shared libraries a kernel may link (tools/cpu/symbols.ALLOWED_LIBRARIES) and what they need themselves.

@@ -16,8 +16,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import platformdirs
-
 from kernelsage.errors import BackendError
 from kernelsage.tools.cpu.abi import ENTRY_POINT, HEADER
 from kernelsage.tools.cpu.symbols import POLICY_VERSION
@@ -39,13 +37,6 @@ LOCALE = ("LANG", "LC_ALL", "LC_CTYPE")  # the user's: compiler messages read as
 def locale() -> dict[str, str]:
     """The locale the compiler runs with (it decides the language and quotes of its messages)."""
     return {name: os.environ[name] for name in LOCALE if os.environ.get(name)}
-
-
-def cache_root() -> Path:
-    """$KERNELSAGE_CACHE, else the per-user cache directory."""
-    configured = os.environ.get("KERNELSAGE_CACHE")
-    base = Path(configured).expanduser() if configured else Path(platformdirs.user_cache_dir("kernelsage"))
-    return base / "cpu-builds"
 
 
 @functools.lru_cache(maxsize=8)

@@ -19,11 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernelsage.tasks.loaders import load_task
-from kernelsage.tasks.model import Task, TaskOrigin
+from kernelsage.tasks.model import Task
 from kernelsage.tools.cpu import judge
 from kernelsage.tools.cpu import profile as profiling
-from kernelsage.tools.cpu.binaries import sealed_memfd
 from kernelsage.tools.cpu.build import locale
 from kernelsage.tools.cpu.compiler_view import compiler_view, option_flags
 from kernelsage.tools.cpu.symbols import forbidden_links, needed_libraries, undefined_symbols
@@ -36,9 +34,10 @@ from kernelsage.tools.isolation import (
     reachable_by_sandbox,
     sandboxed,
 )
+from kernelsage.tools.judging.arena import sealed_memfd
+from kernelsage.tools.judging.tasks import prepare_task
 
 Emit = Callable[[dict[str, Any]], None]
-_TASKS: dict[tuple[str, str, str, float, str], Task] = {}
 MAX_LIBRARY_BYTES = 256 << 20
 LOG_LIMIT = 20000  # characters of compiler output kept: its start (the first errors) and its last lines
 TOOL_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C", "TMPDIR": "/tmp"}
@@ -51,14 +50,7 @@ def prepare(payload: dict[str, Any]) -> Task | tuple[Mount, ...] | None:
         command = payload["command"]
         home = tree_home() if reachable_by_sandbox(tree_home(), Isolation(**payload["isolation"])) else ""
         return compiler_view(command[0], option_flags(command[1:]), tuple(sorted(locale().items())), home)
-    if "task" not in payload:
-        return None
-    origin = TaskOrigin(**payload["task"]["origin"])
-    key = (origin.format, origin.path, payload["task"]["id"], Path(origin.path).stat().st_mtime, repr(origin.scaling),
-           repr(origin.tolerance))
-    if key not in _TASKS:
-        _TASKS[key] = load_task(origin, payload["task"]["id"])
-    return _TASKS[key]
+    return prepare_task(payload)
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,150 +9,27 @@ candidate.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import hashlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from kernelsage.tasks.model import CaseInstance, Task, TestCase, Tolerance
+from kernelsage.tasks.model import Task
 from kernelsage.tools.compare import poison
-from kernelsage.tools.cpu.arena import Arena, Placed, Planner, describe_set
-from kernelsage.tools.cpu.runner import Budget, Runner, RunnerFailed, RunnerLimits
-from kernelsage.tools.cpu.verdicts import OutputCheck, case_result, failed_case, inputs_modified
-from kernelsage.tools.isolation import Isolation
+from kernelsage.tools.cpu.runner import Runner
+from kernelsage.tools.cpu.sets import describe_set
+from kernelsage.tools.judging.arena import Arena, Placed
+from kernelsage.tools.judging.core import (
+    Emit,
+    HarnessFailure,
+    JudgeCore,
+    RunnerFailed,
+    read_verified,
+)
+from kernelsage.tools.judging.instances import Prepared, case_seed, output_check, plan, reference
+from kernelsage.tools.judging.verdicts import case_result, failed_case, inputs_modified
 from kernelsage.tools.results import Status
-
-Emit = Callable[[dict[str, Any]], None]
-
-
-class HarnessFailure(RuntimeError):
-    """The task's reference or the harness failed: not the candidate's fault."""
-
-    harness = True
-
-
-def case_seed(seed: int, trial: int, case_index: int) -> int:
-    """The generator seed of one instance: a keyed hash (BLAKE2b) of (trial, case) under the job's key.
-
-    An instance's inputs give its seed away (torch's generator is MT19937: its state, hence its seed, can be
-    rebuilt from its outputs); through a keyed hash that seed tells nothing about the job's key or about any
-    other instance's seed, so no input set, unseen instance or trial can be predicted from the ones seen.
-    """
-    key = (seed % 2**256).to_bytes(32, "little")
-    digest = hashlib.blake2b(f"{trial}:{case_index}".encode(), key=key, digest_size=8).digest()
-    return int.from_bytes(digest, "little") >> 1
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def read_verified(path: str, sha256: str, what: str) -> bytes:
-    """The bytes of a file the trusted side built, if they still hash to what was recorded."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise HarnessFailure(f"the {what} {path} cannot be read ({exc}); compile the candidate again") from exc
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise HarnessFailure(f"the {what} {path} changed since it was built (sha256 mismatch); compile again")
-    return data
-
-
-@dataclass
-class Prepared:
-    """One input set: the judge's private inputs, reference outputs and tolerances, and their shared places."""
-
-    instance: CaseInstance
-    inputs: list[torch.Tensor]  # private, contiguous
-    expected: tuple[torch.Tensor, ...] | None
-    tolerances: list[Tolerance]
-    input_places: list[Placed]
-    output_places: list[Placed]
-
-
-def output_check(task: Task, case: TestCase) -> OutputCheck | None:
-    """The task's own precision rule for this case, as (expected, actual) -> passed, where it has one."""
-    check = task.custom_check
-    if check is None:
-        return None
-    return lambda expected, actual: check(case, tuple(expected), tuple(actual))
-
-
-def reference(task: Task, case: TestCase, seed: int) -> tuple[CaseInstance, tuple[torch.Tensor, ...]]:
-    """A case's inputs and reference outputs (a failure is the harness's)."""
-    instance = instantiate(task, case, seed)
-    return instance, run_reference(instance, case)
-
-
-def instantiate(task: Task, case: TestCase, seed: int) -> CaseInstance:
-    try:
-        return task.instantiate(case, seed)
-    except Exception as exc:
-        raise HarnessFailure(f"making the inputs of case {case.name!r} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def run_reference(instance: CaseInstance, case: TestCase) -> tuple[torch.Tensor, ...]:
-    try:
-        with torch.inference_mode():
-            return instance.reference()
-    except Exception as exc:
-        raise HarnessFailure(f"the reference of case {case.name!r} failed: {type(exc).__name__}: {exc}") from exc
-
-
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc mallopt parameters
-
-
-def keep_freed_memory() -> None:
-    """Let this (short-lived) process keep the memory it frees: the reference allocates its outputs on every
-    timed call, and memory handed back to the system and faulted in again would time page faults, unevenly."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None)
-        libc.mallopt(M_MMAP_MAX, 0)
-        libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
-
-
-class JudgeCore:
-    """What every judge of a sandboxed runner holds: the limits and budget of its job, the phases the worker
-    blames by, and the arena and runner it starts and stops (the cpu judge here, the triton one in
-    tools/triton/judge.py)."""
-
-    runner: Any
-
-    def __init__(self, payload: dict[str, Any], emit: Emit) -> None:
-        self.emit = emit
-        self.payload = payload
-        self.isolation = Isolation(**payload["isolation"])
-        limits = payload["limits"]
-        self.limits = RunnerLimits(wall_s=float(limits["wall_s"]), cpu_s=float(limits["cpu_s"]),
-                                   memory_bytes=int(limits["memory_bytes"]), file_bytes=int(limits["file_bytes"]),
-                                   threads=int(payload["threads"]))
-        self.budget = Budget(self.limits.wall_s)
-        self.arena: Arena | None = None
-        self.runner = None
-        self._phase = ""
-        self.log_tail = ""
-        torch.set_num_threads(self.limits.threads)
-        keep_freed_memory()
-
-    def phase(self, name: str) -> None:
-        """Tell the worker what runs now: 'candidate' (its time and faults are the candidate's) or the harness's."""
-        if name != self._phase:
-            self._phase = name
-            self.emit({"kind": "phase", "phase": name})
-
-    def stop(self) -> None:
-        if self.runner is not None:
-            self.runner.close()
-            self.log_tail = self.runner.log_tail()
-            self.runner = None
-        if self.arena is not None:
-            self.arena.close()
-            self.arena = None
 
 
 class Judge(JudgeCore):
@@ -186,29 +63,6 @@ class Judge(JudgeCore):
     def output_views(self, places: Sequence[Placed], slot_offset: int = 0) -> list[torch.Tensor]:
         assert self.arena is not None
         return [self.arena.outputs.tensor(slot_offset + p.offset, p.dtype, p.shape) for p in places]
-
-
-def plan(task: Task, instances: Sequence[tuple[CaseInstance, tuple[torch.Tensor, ...] | None]],
-         outputs_like: tuple[torch.Tensor, ...] | None = None) -> tuple[list[Prepared], int, int]:
-    """Places for every set's inputs (one after another) and outputs, and the sizes of both regions.
-
-    With `outputs_like` (profile), every set's outputs take the same places relative to the slot a call
-    names; otherwise (verify) each set's outputs have places of their own in one slot.
-    """
-    inputs_plan, outputs_plan = Planner(), Planner()
-    prepared = []
-    for instance, expected in instances:
-        private = [tensor.contiguous() for tensor in instance.inputs.values()]
-        like = expected if outputs_like is None else outputs_like
-        assert like is not None
-        if outputs_like is not None:
-            outputs_plan = Planner()
-        prepared.append(Prepared(
-            instance=instance, inputs=private, expected=expected,
-            tolerances=[task.tolerance(dtype_name(e.dtype)) for e in like],
-            input_places=[inputs_plan.place(t.dtype, t.shape) for t in private],
-            output_places=[outputs_plan.place(e.dtype, e.shape) for e in like]))
-    return prepared, inputs_plan.size, outputs_plan.size
 
 
 def define_sets(runner: Runner, prepared: Sequence[Prepared]) -> None:

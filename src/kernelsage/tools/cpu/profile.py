@@ -67,22 +67,20 @@ from kernelsage.tools.compare import (
     poison,
     poison_at,
 )
-from kernelsage.tools.cpu.arena import SLOT_ALIGNMENT, align
-from kernelsage.tools.cpu.contents import DEFAULT_SETS, FreshContents, bits, input_sets, unseen_calls
-from kernelsage.tools.cpu.judge import (
-    Emit,
-    HarnessFailure,
-    Judge,
+from kernelsage.tools.cpu.judge import Judge, define_sets
+from kernelsage.tools.cpu.runner import Runner
+from kernelsage.tools.judging.arena import SLOT_ALIGNMENT, align
+from kernelsage.tools.judging.contents import DEFAULT_SETS, FreshContents, bits, input_sets, unseen_calls
+from kernelsage.tools.judging.core import CheckFailed, Emit, HarnessFailure, RunnerFailed
+from kernelsage.tools.judging.instances import (
     Prepared,
     case_seed,
-    define_sets,
     instantiate,
     output_check,
     plan,
     run_reference,
 )
-from kernelsage.tools.cpu.runner import Runner, RunnerFailed
-from kernelsage.tools.cpu.verdicts import OutputCheck
+from kernelsage.tools.judging.verdicts import OutputCheck
 from kernelsage.tools.results import Status
 from kernelsage.tools.timing import TimedCall, call_ratios, slower_on_unseen, timing_from_samples
 
@@ -95,12 +93,6 @@ BATCH = 5  # calls of one side before the other's on repeated contents: drift hi
 # finds its inputs in another core's cache and others in its own (that would time unseen calls apart); larger
 # ones cannot stay in a core's cache between calls anyway, and the copy would cost more than it evens out.
 REWRITE_BELOW = 4 << 20
-
-
-class CheckFailed(Exception):
-    def __init__(self, status: Status, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
 
 
 def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:

@@ -26,15 +26,15 @@ import statistics
 import struct
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelsage.tools.cpu.arena import Arena
-from kernelsage.tools.cpu.binaries import interpreter, runtime_files, sealed_memfd
+from kernelsage.tools.cpu.binaries import interpreter, runtime_files
 from kernelsage.tools.cpu.pidfds import child_pidfd, signal_pidfd
-from kernelsage.tools.cpu.verdicts import classify_runner_exit
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
+from kernelsage.tools.judging.arena import Arena, sealed_memfd
+from kernelsage.tools.judging.core import Budget, RunnerFailed, RunnerLimits
+from kernelsage.tools.judging.verdicts import classify_runner_exit
 from kernelsage.tools.results import Status
 
 REQUEST = struct.Struct("<IIQQQ")
@@ -46,35 +46,6 @@ BASE_ADDRESS_SPACE = 256 << 20  # the runner, libc, libstdc++, libgomp
 PER_THREAD_ADDRESS_SPACE = 80 << 20  # a thread's stack and malloc arena reservations
 LOG_TAIL_BYTES = 4000
 CALIBRATION_PINGS = 15
-
-
-class RunnerFailed(Exception):
-    """The candidate's process failed (crashed, hung, broke the protocol): the candidate's result."""
-
-    def __init__(self, status: Status, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-@dataclass(frozen=True)
-class RunnerLimits:
-    wall_s: float
-    cpu_s: float
-    memory_bytes: int  # address space beyond the tensors and the runner's own
-    file_bytes: int
-    threads: int
-
-
-class Budget:
-    """The candidate's wall-clock allowance, spent by every wait on its process."""
-
-    def __init__(self, seconds: float) -> None:
-        self.total = seconds
-        self.left = seconds
-
-    def spend(self, seconds: float) -> None:
-        self.left -= seconds
 
 
 class Runner:

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelsage.tasks.model import Task
-from kernelsage.tools.cpu.binaries import sealed_memfd
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
+from kernelsage.tools.judging.arena import sealed_memfd
 from kernelsage.tools.results import Artifact, CompileResult, CompilerMessage, Status
 from kernelsage.tools.triton.python_view import python_binds, usable
 from kernelsage.tools.triton.source_check import FILE

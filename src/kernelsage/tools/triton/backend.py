@@ -23,10 +23,9 @@ from typing import Any
 from kernelsage.errors import BackendError
 from kernelsage.files import write_atomically
 from kernelsage.tasks.model import Task
-from kernelsage.tools.cpu import build
-from kernelsage.tools.cpu.backend import DEFAULT_RUN_LIMITS, default_threads
 from kernelsage.tools.isolated_backend import IsolatedBackend, job_key
 from kernelsage.tools.isolation import Isolation
+from kernelsage.tools.judging.resources import DEFAULT_RUN_LIMITS, cache_root, default_threads
 from kernelsage.tools.redaction import redact
 from kernelsage.tools.results import (
     Artifact,
@@ -69,14 +68,14 @@ class TritonBackend(IsolatedBackend):
                  run_limits: Limits | None = None, unsafe_no_isolation: bool = False,
                  isolation: Isolation | None = None, memory_limit_mb: int | None = None,
                  time_limit_s: float | None = None, tasks: Iterable[Task] = ()) -> None:
-        from kernelsage.tools.cpu.backend import run_limits_for
+        from kernelsage.tools.judging.resources import run_limits_for
 
         self.device = choose_device(device)
         status = device_status(self.device)
         if not status.usable:
             raise BackendError(f"triton device {self.device!r} is not usable here: {status.detail}")
         self.threads = threads or default_threads()
-        self.cache_dir = Path(cache_dir) if cache_dir else build.cache_root()
+        self.cache_dir = Path(cache_dir) if cache_dir else cache_root()
         self.trials, self.warmup, self.reps = trials, warmup, reps
         self.run_limits = run_limits or (run_limits_for(memory_limit_mb, time_limit_s)
                                          if memory_limit_mb is not None or time_limit_s is not None

@@ -36,10 +36,9 @@ import torch
 from kernelsage.tasks.model import CaseInstance, Task
 from kernelsage.tools import unpredictable
 from kernelsage.tools.compare import all_close, gather
-from kernelsage.tools.cpu.contents import DEFAULT_SETS, FreshContents, input_sets, unseen_calls
-from kernelsage.tools.cpu.judge import (
-    Emit,
-    HarnessFailure,
+from kernelsage.tools.judging.contents import DEFAULT_SETS, FreshContents, input_sets, unseen_calls
+from kernelsage.tools.judging.core import CheckFailed, Emit, HarnessFailure, RunnerFailed
+from kernelsage.tools.judging.instances import (
     Prepared,
     case_seed,
     instantiate,
@@ -47,8 +46,7 @@ from kernelsage.tools.cpu.judge import (
     plan,
     run_reference,
 )
-from kernelsage.tools.cpu.runner import RunnerFailed
-from kernelsage.tools.cpu.verdicts import case_result, inputs_modified
+from kernelsage.tools.judging.verdicts import case_result, inputs_modified
 from kernelsage.tools.results import Status
 from kernelsage.tools.timing import TimedCall, call_ratios, slower_on_unseen, timing_from_samples
 from kernelsage.tools.triton.judge import TritonJudge
@@ -86,12 +84,6 @@ def accelerator(device: str) -> TorchDevice:
 
         return TorchDevice("npu", torch.npu)
     return TorchDevice("cuda", torch.cuda)
-
-
-class CheckFailed(Exception):
-    def __init__(self, status: Status, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
 
 
 def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:

@@ -2,7 +2,7 @@
 reference outputs, places the inputs in shared memory the runner maps read-only, poisons the outputs, asks
 the sandboxed Python runner to call ks_kernel, freezes the sandbox and decides. It never loads candidate code.
 
-The verdicts are the cpu backend's (`tools.cpu.verdicts`), on the cpu backend's shared arena; only the
+The verdicts, the arena and the judge's core are the shared ones (`tools.judging`), as the cpu judge's; only the
 runner differs (Python in the sandbox instead of ks_runner).
 """
 
@@ -16,20 +16,10 @@ import torch
 
 from kernelsage.tasks.model import Task
 from kernelsage.tools.compare import poison
-from kernelsage.tools.cpu.arena import Arena, Placed
-from kernelsage.tools.cpu.judge import (
-    Emit,
-    HarnessFailure,
-    JudgeCore,
-    Prepared,
-    case_seed,
-    dtype_name,
-    output_check,
-    plan,
-    reference,
-)
-from kernelsage.tools.cpu.runner import RunnerFailed
-from kernelsage.tools.cpu.verdicts import case_result, failed_case, inputs_modified
+from kernelsage.tools.judging.arena import Arena, Placed
+from kernelsage.tools.judging.core import Emit, HarnessFailure, JudgeCore, RunnerFailed
+from kernelsage.tools.judging.instances import Prepared, case_seed, dtype_name, output_check, plan, reference
+from kernelsage.tools.judging.verdicts import case_result, failed_case, inputs_modified
 from kernelsage.tools.results import Status
 from kernelsage.tools.triton.runner import PyRunner
 

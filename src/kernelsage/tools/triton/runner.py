@@ -23,10 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kernelsage.tools.cpu.arena import Arena
-from kernelsage.tools.cpu.binaries import sealed_memfd
-from kernelsage.tools.cpu.runner import Budget, RunnerFailed, RunnerLimits
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
+from kernelsage.tools.judging.arena import Arena, sealed_memfd
+from kernelsage.tools.judging.core import Budget, RunnerFailed, RunnerLimits
 from kernelsage.tools.results import Status
 from kernelsage.tools.triton.devices import sandbox_device_args, sandbox_env
 from kernelsage.tools.triton.python_view import python_binds

@@ -26,7 +26,7 @@ import torch
 from kernelsage.tasks.model import TestCase
 from kernelsage.tools import unpredictable
 from kernelsage.tools.compare import all_close
-from kernelsage.tools.cpu.judge import Prepared, run_reference
+from kernelsage.tools.judging.instances import Prepared, run_reference
 from kernelsage.tools.timing import MIN_UNSEEN
 
 WEIGHT_LOW, WEIGHT_HIGH = 0.25, 0.75

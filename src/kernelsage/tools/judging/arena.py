@@ -1,10 +1,10 @@
-"""The memory the judge shares with the runner: tensors in two memfds, and the set descriptions the runner reads.
+"""The memory a judge shares with its runner: tensors in two memfds, placed one after another.
 
 The inputs memfd is sealed against writes once the judge has mapped it (F_SEAL_FUTURE_WRITE): the judge keeps
 writing through its own mapping, the runner can only map it read-only, so a kernel cannot change its inputs
 (a write faults). Both memfds are sealed against shrinking, so the runner cannot truncate them under the
-judge. Nothing here runs candidate code; the layouts follow struct ks_set_header / ks_tensor_desc /
-ks_attr_desc in native/ks_runner.c and ks_tensor / ks_attr in kernelsage_cpu.h.
+judge. Nothing here runs candidate code. How a runner learns where its tensors are is its backend's own (the cpu
+backend's binary set descriptions, tools/cpu/sets.py; the triton runner's JSON).
 """
 
 from __future__ import annotations
@@ -12,21 +12,14 @@ from __future__ import annotations
 import fcntl
 import mmap
 import os
-import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
-
-from kernelsage.tools.cpu.abi import ATTR_FLOAT, ATTR_INT, ATTR_INTS, ATTR_STRING, DTYPE_CODES, MAX_DIMS
 
 ALIGNMENT = 64  # bytes; what torch's allocator gives, enough for any vector load
 SLOT_ALIGNMENT = 4096
 F_SEAL_FUTURE_WRITE = getattr(fcntl, "F_SEAL_FUTURE_WRITE", 0x0010)
-SET_HEADER = struct.Struct("<IIII")
-TENSOR_DESC = struct.Struct(f"<Qii{MAX_DIMS}q{MAX_DIMS}q")
-ATTR_DESC = struct.Struct("<iIqdQQ")
 
 
 def align(value: int, to: int = ALIGNMENT) -> int:
@@ -60,7 +53,7 @@ class Region:
 
 @dataclass(frozen=True)
 class Placed:
-    """A tensor's place in a region: what the runner needs to build its ks_tensor."""
+    """A tensor's place in a region."""
 
     offset: int
     dtype: torch.dtype
@@ -72,19 +65,6 @@ class Placed:
         for size in self.shape:
             count *= size
         return count * self.dtype.itemsize
-
-    def describe(self) -> bytes:
-        if self.dtype not in DTYPE_CODES:
-            raise TypeError(f"dtype {self.dtype} is not part of the CPU kernel ABI")
-        if len(self.shape) > MAX_DIMS:
-            raise ValueError(f"{len(self.shape)} dimensions exceed the ABI's {MAX_DIMS}")
-        strides, step = [], 1
-        for size in reversed(self.shape):
-            strides.insert(0, step)
-            step *= max(size, 1)
-        pad = [0] * (MAX_DIMS - len(self.shape))
-        return TENSOR_DESC.pack(self.offset, DTYPE_CODES[self.dtype], len(self.shape), *self.shape, *pad,
-                                *strides, *pad)
 
 
 class Planner:
@@ -99,33 +79,6 @@ class Planner:
         return placed
 
 
-def describe_attrs(attrs: Mapping[str, Any]) -> bytes:
-    """The attribute records (kind, name, value), with names and strings NUL-terminated."""
-    parts = []
-    for name, value in attrs.items():
-        encoded = name.encode()
-        ints: list[int] = []
-        text = b""
-        kind, i, f = ATTR_INT, 0, 0.0
-        if isinstance(value, (bool, int)):
-            i = int(value)
-        elif isinstance(value, float):
-            kind, f = ATTR_FLOAT, value
-        elif isinstance(value, str):
-            kind, text = ATTR_STRING, value.encode()
-        else:
-            kind, ints = ATTR_INTS, [int(v) for v in value]
-        parts.append(ATTR_DESC.pack(kind, len(encoded), i, f, len(ints), len(text)) + encoded + b"\0"
-                     + struct.pack(f"<{len(ints)}q", *ints) + text + b"\0")
-    return b"".join(parts)
-
-
-def describe_set(inputs: Sequence[Placed], outputs: Sequence[Placed], attrs: Mapping[str, Any]) -> bytes:
-    """One input set as the runner reads it (output offsets are relative to the slot a call names)."""
-    return (SET_HEADER.pack(len(inputs), len(outputs), len(attrs), 0)
-            + b"".join(t.describe() for t in (*inputs, *outputs)) + describe_attrs(attrs))
-
-
 class Arena:
     """The inputs and outputs regions of one runner."""
 
@@ -136,3 +89,15 @@ class Arena:
     def close(self) -> None:
         self.inputs.close()
         self.outputs.close()
+
+
+def sealed_memfd(name: str, data: bytes) -> int:
+    """A memfd holding `data`, sealed against any change."""
+    fd = os.memfd_create(name, os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                | fcntl.F_SEAL_SEAL)
+    return fd
