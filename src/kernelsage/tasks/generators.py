@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -33,3 +34,46 @@ def uniform(shape: Sequence[int], dtype: str, generator: torch.Generator, low: f
 def randint(shape: Sequence[int], low: int, high: int, generator: torch.Generator,
             dtype: str = "int64") -> torch.Tensor:
     return torch.randint(low, high, tuple(shape), generator=generator).to(torch_dtype(dtype))
+
+
+# Inputs that make every parameter of a task matter (issue 30, point 5) ---------------------------------------
+
+def row_scales(rows: int, low: float, high: float, generator: torch.Generator) -> torch.Tensor:
+    """One scale per row (float64), log-spaced from `low` to `high` and shuffled: whatever eps a norm uses in
+    that range, some row's mean square sits near it, some far below, some far above."""
+    if rows == 1:
+        return torch.tensor([high], dtype=torch.float64)
+    scales = torch.logspace(math.log10(low), math.log10(high), rows, dtype=torch.float64)
+    return scales[torch.randperm(rows, generator=generator)]
+
+
+def spread_rows(rows: int, n: int, dtype: str, generator: torch.Generator, low: float, high: float,
+                offset: float = 0.0, zero_row: bool = False) -> torch.Tensor:
+    """Rows of normal values, row r scaled by row_scales' r-th scale, around a constant drawn per row from
+    [-offset, offset] (a near-constant row: tiny variance, large mean); `zero_row` makes one row all zeros,
+    where only eps keeps a norm finite."""
+    noise = torch.randn((rows, n), generator=generator, dtype=torch.float64) * row_scales(rows, low, high,
+                                                                                           generator)[:, None]
+    centre = (torch.rand((rows, 1), generator=generator, dtype=torch.float64) * 2 - 1) * offset
+    values = noise + centre
+    if zero_row:
+        values[torch.randperm(rows, generator=generator)[:1]] = 0.0  # no int(): this also runs on the meta device
+    return values.to(torch_dtype(dtype))
+
+
+def tied(shape: Sequence[int], dtype: str, generator: torch.Generator, levels: int = 8,
+         step: float = 0.25) -> torch.Tensor:
+    """Values on a coarse grid (2 * levels + 1 of them, `step` apart, zero included): many exact ties, the
+    largest value of a row among them."""
+    return (torch.randint(-levels, levels + 1, tuple(shape), generator=generator).to(torch.float64) * step) \
+        .to(torch_dtype(dtype))
+
+
+def sprinkle(tensor: torch.Tensor, generator: torch.Generator, fraction: float,
+             values: Sequence[float]) -> torch.Tensor:
+    """`tensor` with about `fraction` of its elements, at random places, set to one of `values` (e.g. NaN,
+    +-inf, 0) drawn at random."""
+    chosen = torch.rand(tensor.shape, generator=generator) < fraction
+    pool = torch.tensor(list(values), dtype=torch.float64)
+    picks = pool[torch.randint(len(pool), tensor.shape, generator=generator)].to(tensor.dtype)
+    return torch.where(chosen, picks, tensor)

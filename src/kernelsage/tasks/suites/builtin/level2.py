@@ -1,31 +1,61 @@
-"""Level 2: fused operators (activations with affine parts, norms with residuals, losses, gradients, softmax)."""
+"""Level 2: fused operators (activations with affine parts, norms with residuals, losses, gradients, softmax).
+
+As in level 1, the cases make every attribute and branch change the answer beyond tolerance (issue 30, point
+5): a single row, rows shorter than a vector and longer than a 1024 block; near-constant rows of tiny variance
+where eps decides a norm; weights far from 1; logits large enough that exp overflows without subtracting the
+row's maximum; attributes that differ between cases; exact zeros at a gradient's threshold; -inf only where
+the description says what it gives.
+"""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from kernelsage.tasks.generators import randint, randn
+from kernelsage.tasks.generators import randint, randn, spread_rows, sprinkle, torch_dtype
 from kernelsage.tasks.model import case, define_task
 
-ROWS = [case("rows", rows=48, n=256), case("odd", rows=7, n=1000), case("tiny", rows=3, n=33)]
+ROWS = [case("rows", rows=48, n=256), case("odd", rows=7, n=1000), case("tiny", rows=3, n=33),
+        case("one", rows=1, n=1029), case("short", rows=5, n=7)]
 PERF_ROWS = case("perf", rows=4096, n=1024)
+# Norms: rows whose scale runs from `low` to 1 (mean square or variance near, below and above any eps).
+NORM_CASES = [*ROWS, case("flat", rows=16, n=300, low=1e-5), case("flat_wide", rows=12, n=1031, low=1e-4)]
+NORM_EPS = {"flat_wide": 1e-4, "short": 1e-3}  # eps differs from the task's default in these cases
+# Softmaxes and losses: rows shifted by up to +-200, where exp overflows (or underflows to 0 / 0) unless the
+# row's maximum is subtracted first.
+LARGE = case("large", rows=8, n=300, shift=200.0)
+SOFTMAX_CASES = [*ROWS, LARGE]
 
 
 def _rows(c, g, *names, scale=1.0):
-    return {name: randn((c["rows"], c["n"]), c.dtype, g, scale) for name in names}
+    shift = c.get("shift", 0.0)
+    if not shift:
+        return {name: randn((c["rows"], c["n"]), c.dtype, g, scale) for name in names}
+    offsets = (torch.rand((c["rows"], 1), generator=g) * 2 - 1) * shift
+    return {name: (randn((c["rows"], c["n"]), "float32", g, scale) + offsets).to(torch_dtype(c.dtype)) for name in names}
 
 
 def _vec(c, g, scale=1.0):
     return randn((c["n"],), c.dtype, g, scale)
 
 
-def _norm_inputs(with_residual: bool, with_bias: bool):
+def _norm_inputs(with_residual: bool, with_bias: bool, offset: float = 0.0):
+    """x (and the residual) [rows, n], a weight far from 1 (some entries negative), a bias. In the cases with
+    `low`, x and the residual share a scale per row, so their sum has a tiny mean square (RMS norm) or, around
+    an `offset` per row, a tiny variance (layer norm); one row is all zeros."""
     def make(c, g):
-        tensors = _rows(c, g, "x", "residual") if with_residual else _rows(c, g, "x")
-        tensors["weight"] = 1.0 + _vec(c, g, 0.1)
+        rows, n = c["rows"], c["n"]
+        if "low" in c.params:
+            width = 2 * n if with_residual else n
+            both = spread_rows(rows, width, c.dtype, g, c["low"], 1.0, offset=offset, zero_row=True)
+            tensors = {"x": both[:, :n].contiguous()}
+            if with_residual:
+                tensors["residual"] = both[:, n:].contiguous()
+        else:
+            tensors = _rows(c, g, "x", "residual") if with_residual else _rows(c, g, "x")
+        tensors["weight"] = 1.0 + _vec(c, g, 0.6)
         if with_bias:
-            tensors["bias"] = _vec(c, g, 0.1)
+            tensors["bias"] = _vec(c, g, 0.5)
         return tensors
     return make
 
@@ -44,20 +74,38 @@ def _add_layer_norm(x, residual, weight, bias, eps):
     return F.layer_norm(total, (total.shape[-1],), weight, bias, eps), total
 
 
+def _eps(default):
+    return lambda c: {"eps": NORM_EPS.get(c.name, default)}
+
+
 def _linear_relu_inputs(c, g):
     return {"x": randn((c["m"], c["k"]), c.dtype, g), "weight": randn((c["n"], c["k"]), c.dtype, g, 0.1),
             "bias": randn((c["n"],), c.dtype, g, 0.1)}
 
 
 def _ce_inputs(c, g):
-    return {"logits": randn((c["rows"], c["n"]), c.dtype, g, 2.0), "target": randint((c["rows"],), 0, c["n"], g)}
+    return {"logits": _rows(c, g, "logits", scale=2.0)["logits"], "target": randint((c["rows"],), 0, c["n"], g)}
+
+
+def _keep_one(c, g):
+    """A [rows, n] bool mask with one random place per row set (no row is left with nothing to normalise)."""
+    keep = torch.zeros((c["rows"], c["n"]), dtype=torch.bool)
+    keep[torch.arange(c["rows"]), torch.randint(0, c["n"], (c["rows"],), generator=g)] = True
+    return keep
 
 
 def _masked_softmax_inputs(c, g):
-    x = randn((c["rows"], c["n"]), c.dtype, g)
-    mask = torch.rand((c["rows"], c["n"]), generator=g) < 0.8
-    mask[:, 0] = True  # every row keeps at least one element, so no row is all -inf
+    x = _rows(c, g, "x")["x"]
+    mask = (torch.rand((c["rows"], c["n"]), generator=g) < c.get("keep", 0.8)) | _keep_one(c, g)
     return {"x": x, "mask": mask}
+
+
+def _softmax_inputs(c, g):
+    """Rows (scale 3), in the case `masked` with a fifth of them -inf, one finite place per row kept."""
+    x = _rows(c, g, "x", scale=3.0)["x"]
+    if c.get("masked"):
+        x = torch.where(_keep_one(c, g), x, sprinkle(x, g, 0.2, (float("-inf"),)))
+    return {"x": x}
 
 
 def _masked_softmax(x, mask):
@@ -73,14 +121,25 @@ def _softmax_backward_inputs(c, g):
             "y": torch.softmax(randn((c["rows"], c["n"]), c.dtype, g), -1)}
 
 
+def _relu_backward_inputs(c, g):
+    """grad_y and x, a tenth of x exactly 0 or -0 (the gradient there is 0: x > 0 is false)."""
+    tensors = _rows(c, g, "grad_y", "x")
+    tensors["x"] = sprinkle(tensors["x"], g, 0.1, (0.0, -0.0))
+    return tensors
+
+
 ROWWISE = "Inputs are [rows, n] row-major; every row is independent."
+ATTRS_VARY = "The attribute differs from case to case."
+NORM_NOTE = "eps differs from case to case; some rows are near-constant, with a variance (and for RMS norm a mean " \
+            "square) near or below eps, one is all zeros; weight is far from 1."
+LARGE_NOTE = "Some rows hold values in the hundreds (exp overflows unless the row's maximum is subtracted first)."
 
 TASKS = [
     define_task(
         id="l2_linear_relu", level=2, category="fused_activation",
         description="y = relu(x @ weight^T + bias). Inputs x [m, k], weight [n, k], bias [n]; output y [m, n].",
         reference=lambda x, weight, bias: torch.relu(F.linear(x, weight, bias)), inputs=_linear_relu_inputs,
-        cases=[case("small", m=16, k=64, n=48), case("odd", m=13, k=100, n=7)],
+        cases=[case("small", m=16, k=64, n=48), case("odd", m=13, k=100, n=7), case("tail", m=1, k=7, n=5)],
         perf=case("perf", m=512, k=512, n=512),
     ),
     define_task(
@@ -94,62 +153,68 @@ TASKS = [
         id="l2_swiglu", level=2, category="fused_activation",
         description="SwiGLU gate: y = silu(a) * b with silu(v) = v / (1 + exp(-v)). Inputs a, b [rows, n]; "
                     "output y [rows, n].",
-        reference=lambda a, b: F.silu(a) * b, inputs=lambda c, g: _rows(c, g, "a", "b"),
-        cases=ROWS, perf=PERF_ROWS,
+        reference=lambda a, b: F.silu(a) * b,
+        inputs=lambda c, g: {**_rows(c, g, "a", scale=c.get("scale", 1.0)), **_rows(c, g, "b")},
+        cases=[*ROWS, case("large", rows=6, n=301, scale=50.0)], perf=PERF_ROWS,
     ),
     define_task(
         id="l2_layer_norm", level=2, category="norm",
         description="Layer norm over the last dimension: y = (x - mean) / sqrt(var + eps) * weight + bias, with the "
-                    f"biased variance. Inputs x [rows, n], weight [n], bias [n]; output y; attribute eps. {ROWWISE}",
+                    f"biased variance. Inputs x [rows, n], weight [n], bias [n]; output y; attribute eps. {ROWWISE} {NORM_NOTE}",
         reference=lambda x, weight, bias, eps: F.layer_norm(x, (x.shape[-1],), weight, bias, eps),
-        inputs=_norm_inputs(False, True), attrs=lambda c: {"eps": 1e-5}, cases=ROWS, perf=PERF_ROWS,
+        inputs=_norm_inputs(False, True, offset=1.0), attrs=_eps(1e-5), cases=NORM_CASES, perf=PERF_ROWS,
     ),
     define_task(
         id="l2_rms_norm", level=2, category="norm",
         description="RMS norm: y = x / sqrt(mean(x^2) + eps) * weight over the last dimension. Inputs x [rows, n], "
-                    f"weight [n]; output y; attribute eps. {ROWWISE}",
-        reference=_rms_norm, inputs=_norm_inputs(False, False), attrs=lambda c: {"eps": 1e-6},
-        cases=ROWS, perf=PERF_ROWS,
+                    f"weight [n]; output y; attribute eps. {ROWWISE} {NORM_NOTE} Cases include float16 (x, "
+                    "weight and y), with rows of thousands of elements.",
+        reference=_rms_norm, inputs=_norm_inputs(False, False), attrs=_eps(1e-6),
+        cases=[*NORM_CASES, case("half", dtype="float16", rows=6, n=4099)], perf=PERF_ROWS,
     ),
     define_task(
         id="l2_add_rms_norm", level=2, category="norm_residual",
         description="Residual add then RMS norm: s = x + residual; outputs[0] = rms_norm(s) * weight, "
-                    "outputs[1] = s. Inputs x, residual [rows, n], weight [n]; attribute eps.",
-        reference=_add_rms_norm, inputs=_norm_inputs(True, False), attrs=lambda c: {"eps": 1e-6},
-        cases=ROWS, perf=PERF_ROWS,
+                    f"outputs[1] = s. Inputs x, residual [rows, n], weight [n]; attribute eps. {NORM_NOTE}",
+        reference=_add_rms_norm, inputs=_norm_inputs(True, False), attrs=_eps(1e-6),
+        cases=NORM_CASES, perf=PERF_ROWS,
     ),
     define_task(
         id="l2_add_layer_norm", level=2, category="norm_residual",
         description="Residual add then layer norm: s = x + residual; outputs[0] = layer_norm(s) * weight + bias, "
-                    "outputs[1] = s. Inputs x, residual [rows, n], weight [n], bias [n]; attribute eps.",
-        reference=_add_layer_norm, inputs=_norm_inputs(True, True), attrs=lambda c: {"eps": 1e-5},
-        cases=ROWS, perf=PERF_ROWS,
+                    f"outputs[1] = s. Inputs x, residual [rows, n], weight [n], bias [n]; attribute eps. {NORM_NOTE}",
+        reference=_add_layer_norm, inputs=_norm_inputs(True, True, offset=1.0), attrs=_eps(1e-5),
+        cases=NORM_CASES, perf=PERF_ROWS,
     ),
     define_task(
         id="l2_softmax", level=2, category="softmax",
-        description=f"Softmax over the last dimension (numerically stable). Input x [rows, n]; output y. {ROWWISE}",
-        reference=lambda x: torch.softmax(x, -1), inputs=lambda c, g: _rows(c, g, "x", scale=3.0),
-        cases=ROWS, perf=PERF_ROWS,
+        description="Softmax over the last dimension (numerically stable: rows may hold values in the hundreds). "
+                    f"Input x [rows, n]; output y. {ROWWISE} x may hold -inf (a masked place: probability 0); every "
+                    "row has a finite value.",
+        reference=lambda x: torch.softmax(x, -1), inputs=_softmax_inputs,
+        cases=[*SOFTMAX_CASES, case("masked", rows=9, n=130, masked=True)], perf=PERF_ROWS,
     ),
     define_task(
         id="l2_log_softmax", level=2, category="softmax",
-        description=f"Log-softmax over the last dimension. Input x [rows, n]; output y. {ROWWISE}",
+        description=f"Log-softmax over the last dimension. Input x [rows, n]; output y. {ROWWISE} {LARGE_NOTE}",
         reference=lambda x: torch.log_softmax(x, -1), inputs=lambda c, g: _rows(c, g, "x", scale=3.0),
-        cases=ROWS, perf=PERF_ROWS,
+        cases=SOFTMAX_CASES, perf=PERF_ROWS,
     ),
     define_task(
         id="l2_softmax_temperature", level=2, category="softmax",
         description="Softmax of x / temperature over the last dimension. Input x [rows, n]; output y; attribute "
-                    "temperature (float > 0).",
-        reference=lambda x, temperature: torch.softmax(x / temperature, -1),
-        inputs=lambda c, g: _rows(c, g, "x"), attrs=lambda c: {"temperature": 0.7}, cases=ROWS, perf=PERF_ROWS,
+                    f"temperature (float > 0). {ATTRS_VARY} {LARGE_NOTE}",
+        reference=lambda x, temperature: torch.softmax(x / temperature, -1), inputs=lambda c, g: _rows(c, g, "x"),
+        attrs=lambda c: {"temperature": {"odd": 2.5, "tiny": 0.05, "large": 1.3}.get(c.name, 0.7)},
+        cases=SOFTMAX_CASES, perf=PERF_ROWS,
     ),
     define_task(
         id="l2_masked_softmax", level=2, category="softmax",
         description="Masked softmax: elements where mask is false get probability 0; the rest are a softmax over "
                     "the kept elements of the row. Inputs x [rows, n] and mask [rows, n] (bool, one byte); "
-                    "output y [rows, n].",
-        reference=_masked_softmax, inputs=_masked_softmax_inputs, cases=ROWS, perf=PERF_ROWS,
+                    "output y [rows, n]. Every row keeps at least one element (some keep only one).",
+        reference=_masked_softmax, inputs=_masked_softmax_inputs,
+        cases=[*SOFTMAX_CASES, case("sparse", rows=16, n=200, keep=0.01)], perf=PERF_ROWS,
     ),
     define_task(
         id="l2_mse_loss", level=2, category="loss",
@@ -160,21 +225,21 @@ TASKS = [
     define_task(
         id="l2_cross_entropy", level=2, category="loss",
         description="Cross entropy with mean reduction: y = mean_r (logsumexp(logits[r]) - logits[r, target[r]]). "
-                    "Inputs logits [rows, n] (float) and target [rows] (int64 in [0, n)); output y scalar.",
-        reference=F.cross_entropy, inputs=_ce_inputs, cases=ROWS, perf=PERF_ROWS,
+                    f"Inputs logits [rows, n] (float) and target [rows] (int64 in [0, n)); output y scalar. {LARGE_NOTE}",
+        reference=F.cross_entropy, inputs=_ce_inputs, cases=SOFTMAX_CASES, perf=PERF_ROWS,
     ),
     define_task(
         id="l2_huber_loss", level=2, category="loss",
         description="Huber (smooth L1) loss, mean reduction: with d = |a - b|, loss = 0.5 d^2 / beta if d < beta "
-                    "else d - 0.5 beta. Inputs a, b (same shape); output scalar; attribute beta (float).",
-        reference=lambda a, b, beta: F.smooth_l1_loss(a, b, beta=beta),
-        inputs=lambda c, g: _rows(c, g, "a", "b"), attrs=lambda c: {"beta": 0.5}, cases=ROWS, perf=PERF_ROWS,
+                    f"else d - 0.5 beta. Inputs a, b (same shape); output scalar; attribute beta (float). {ATTRS_VARY}",
+        reference=lambda a, b, beta: F.smooth_l1_loss(a, b, beta=beta), inputs=lambda c, g: _rows(c, g, "a", "b"),
+        attrs=lambda c: {"beta": {"odd": 2.0, "tiny": 0.1, "one": 1.5}.get(c.name, 0.5)}, cases=ROWS, perf=PERF_ROWS,
     ),
     define_task(
         id="l2_relu_backward", level=2, category="gradient",
         description="Gradient of ReLU: grad_x = grad_y where x > 0 else 0. Inputs grad_y, x (same shape); "
-                    "output grad_x.",
-        reference=lambda grad_y, x: grad_y * (x > 0), inputs=lambda c, g: _rows(c, g, "grad_y", "x"),
+                    "output grad_x. x holds exact zeros (0 and -0), where grad_x is 0.",
+        reference=lambda grad_y, x: grad_y * (x > 0), inputs=_relu_backward_inputs,
         cases=ROWS, perf=PERF_ROWS,
     ),
     define_task(
