@@ -192,3 +192,17 @@ def test_reference_failures_are_the_harness_fault(tmp_path, build, harness_suite
         for result in (backend.verify(compiled.artifact, task), backend.profile(compiled.artifact, task)):
             assert result.status is Status.HARNESS_ERROR, (result.status, result.message)
             assert "reference" in result.message
+
+
+def test_a_write_past_the_end_of_an_output_is_caught(cpu_backend, build, relu32):
+    # every element of the output is right: only the guard bytes after it show the out-of-bounds write
+    result = cpu_backend.verify(build("relu32", "write_past_end.cpp").artifact, relu32)
+    assert not result.correct and result.status is Status.RUNTIME_ERROR, result.message
+    assert "wrote outside its outputs" in result.message and "past the end of output 0" in result.message
+
+
+def test_a_read_past_the_end_of_an_input_finds_nan(cpu_backend, build, builtin):
+    # the bytes after every input hold NaN: a sum that reads one element too many is wrong, not lucky
+    task = find_task(builtin, "l1_sum_lastdim")
+    result = cpu_backend.verify(build("l1_sum_lastdim", "read_past_end.cpp").artifact, task)
+    assert not result.correct and result.status is Status.NAN_INF, result.message

@@ -62,6 +62,15 @@ def test_check_refuses_a_kernel_that_misses_the_last_element() -> None:
     assert failure["n_unwritten"] == 1
 
 
+def test_a_store_past_the_end_of_an_output_is_caught(triton_backend, l1_relu) -> None:
+    source = (HERE / "kernels" / "relu_past_end.py").read_text()
+    compiled = triton_backend.compile(Candidate(task_id="l1_relu", files={"kernel.py": source}))
+    assert compiled.ok, compiled.log
+    verified = triton_backend.verify(compiled.artifact, l1_relu)
+    assert verified.status is Status.RUNTIME_ERROR and not verified.correct, verified.message
+    assert "past the end of output 0" in verified.message
+
+
 def test_a_tensor_method_that_computes_is_refused_even_when_the_refusal_is_caught(triton_backend, l1_relu,
                                                                                   tmp_path) -> None:
     source = (HERE / "kernels" / "relu_method_caught.py").read_text()

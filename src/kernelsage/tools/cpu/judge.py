@@ -28,7 +28,13 @@ from kernelsage.tools.judging.core import (
     read_verified,
 )
 from kernelsage.tools.judging.instances import Prepared, case_seed, output_check, plan, reference
-from kernelsage.tools.judging.verdicts import case_result, failed_case, inputs_modified
+from kernelsage.tools.judging.verdicts import (
+    arm_guards,
+    case_result,
+    failed_case,
+    guard_breach,
+    inputs_modified,
+)
 from kernelsage.tools.results import Status
 
 
@@ -116,6 +122,8 @@ def _verify_trial(judge: Judge, task: Task, trial: int, prepared: list[Prepared]
         outputs = judge.output_views(item.output_places)
         for output in outputs:
             poison(output, trial)
+        assert judge.arena is not None
+        arm_guards(judge.arena.outputs, item.output_places)
         judge.phase("candidate")
         try:
             code, _ = runner.run(index)
@@ -127,8 +135,11 @@ def _verify_trial(judge: Judge, task: Task, trial: int, prepared: list[Prepared]
         judge.phase("compare")
         assert item.expected is not None
         changed = inputs_modified(shared_inputs, item.inputs, list(item.instance.inputs))
+        breach = guard_breach(judge.arena.outputs, item.output_places)
         if changed:
             result = failed_case(case.name, trial, Status.INPUT_MODIFIED, f"the kernel modified its inputs: {changed}")
+        elif breach:
+            result = failed_case(case.name, trial, Status.RUNTIME_ERROR, breach)
         else:
             result = case_result(case.name, trial, code, item.expected, outputs, item.tolerances,
                                  previous.get(case.name), custom=output_check(task, case))

@@ -19,6 +19,12 @@ import torch
 
 ALIGNMENT = 64  # bytes; what torch's allocator gives, enough for any vector load
 SLOT_ALIGNMENT = 4096
+# Bytes left free before and after every placed tensor. Around inputs they hold NaN (all bits set), so a kernel
+# that reads past a tensor's end (a loop bound off by one) computes NaN instead of reading a harmless zero; around
+# verify's outputs they hold GUARD_BYTE, checked after every call, so a write past an output's end is seen.
+GUARD = ALIGNMENT
+INPUT_GUARD_BYTE = 0xFF
+GUARD_BYTE = 0xA5
 F_SEAL_FUTURE_WRITE = getattr(fcntl, "F_SEAL_FUTURE_WRITE", 0x0010)
 
 
@@ -47,6 +53,19 @@ class Region:
             return torch.empty(tuple(shape), dtype=dtype)
         return torch.frombuffer(self._map, dtype=dtype, count=count, offset=offset).view(tuple(shape))
 
+    def fill(self, byte: int) -> None:
+        """Every byte of the region := `byte` (before anything is placed in it)."""
+        if self.size:
+            torch.frombuffer(self._map, dtype=torch.uint8, count=self.size).fill_(byte)
+
+    def guards(self, places: Sequence[Placed]) -> list[torch.Tensor]:
+        """The GUARD bytes after each place, as byte views (the one before the first place too)."""
+        spans = [(p.offset + p.nbytes, GUARD) for p in places]
+        if places:
+            spans.insert(0, (places[0].offset - GUARD, GUARD))
+        return [torch.frombuffer(self._map, dtype=torch.uint8, count=min(size, self.size - start), offset=start)
+                for start, size in spans if 0 <= start < self.size]
+
     def close(self) -> None:
         os.close(self.fd)  # the mapping lives as long as tensors view it
 
@@ -68,14 +87,14 @@ class Placed:
 
 
 class Planner:
-    """Offsets for tensors placed one after another, each aligned."""
+    """Offsets for tensors placed one after another, each aligned, with GUARD free bytes before and after each."""
 
     def __init__(self) -> None:
-        self.size = 0
+        self.size = GUARD
 
     def place(self, dtype: torch.dtype, shape: Sequence[int]) -> Placed:
         placed = Placed(align(self.size), dtype, tuple(int(s) for s in shape))
-        self.size = placed.offset + placed.nbytes
+        self.size = placed.offset + placed.nbytes + GUARD
         return placed
 
 
@@ -84,6 +103,7 @@ class Arena:
 
     def __init__(self, input_bytes: int, output_bytes: int) -> None:
         self.inputs = Region("inputs", input_bytes, read_only_for_others=True)
+        self.inputs.fill(INPUT_GUARD_BYTE)  # what an input read past its end finds: NaN
         self.outputs = Region("outputs", output_bytes, read_only_for_others=False)
 
     def close(self) -> None:

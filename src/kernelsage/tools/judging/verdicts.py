@@ -14,6 +14,7 @@ import torch
 
 from kernelsage.tasks.model import Tolerance
 from kernelsage.tools.compare import classify, compare_output, matches
+from kernelsage.tools.judging.arena import GUARD_BYTE, Placed, Region
 from kernelsage.tools.results import CaseResult, Status
 from kernelsage.tools.sandbox import signal_name
 
@@ -87,3 +88,22 @@ def case_result(name: str, trial: int, code: int, expected: Sequence[torch.Tenso
 
 def failed_case(name: str, trial: int, status: Status, message: str) -> dict[str, Any]:
     return CaseResult(case=name, trial=trial, passed=False, status=status, message=message).to_dict()
+
+
+def arm_guards(region: Region, places: Sequence[Placed]) -> None:
+    """Fill the guard bytes around these outputs before a call (`guard_breach` reads them after it)."""
+    for guard in region.guards(places):
+        guard.fill_(GUARD_BYTE)
+
+
+def guard_breach(region: Region, places: Sequence[Placed]) -> str:
+    """'' when the guard bytes around every output still hold what `arm_guards` wrote, else which were written:
+    a write past an output's end (or before its start), which the comparison of the outputs alone never sees."""
+    for index, guard in enumerate(region.guards(places)):
+        changed = torch.nonzero(guard != GUARD_BYTE).reshape(-1)
+        if changed.numel():
+            first = int(changed[0])
+            where = (f"{first + 1} bytes before output 0" if index == 0 else
+                     f"{first + 1} bytes past the end of output {index - 1}")
+            return f"the kernel wrote outside its outputs ({changed.numel()} guard bytes changed, the first {where})"
+    return ""

@@ -19,7 +19,13 @@ from kernelsage.tools.compare import poison
 from kernelsage.tools.judging.arena import Arena, Placed
 from kernelsage.tools.judging.core import Emit, HarnessFailure, JudgeCore, RunnerFailed
 from kernelsage.tools.judging.instances import Prepared, case_seed, dtype_name, output_check, plan, reference
-from kernelsage.tools.judging.verdicts import case_result, failed_case, inputs_modified
+from kernelsage.tools.judging.verdicts import (
+    arm_guards,
+    case_result,
+    failed_case,
+    guard_breach,
+    inputs_modified,
+)
 from kernelsage.tools.results import Status
 from kernelsage.tools.triton.runner import PyRunner
 
@@ -77,6 +83,7 @@ class TritonJudge(JudgeCore):
         outputs = [self.arena.outputs.tensor(p.offset, p.dtype, p.shape) for p in item.output_places]
         for output in outputs:
             poison(output, trial)
+        arm_guards(self.arena.outputs, item.output_places)
         self.phase("candidate")
         seconds = 0.0
         staged, _ = self.runner.call({"op": "stage", "inputs": places(item.input_places),
@@ -137,8 +144,12 @@ def _verify_trial(judge: TritonJudge, task: Task, trial: int, prepared: list[Pre
         judge.phase("compare")
         assert item.expected is not None
         changed = inputs_modified(shared, item.inputs, list(item.instance.inputs))
+        assert judge.arena is not None
+        breach = guard_breach(judge.arena.outputs, item.output_places)
         if changed:
             result = failed_case(case.name, trial, Status.INPUT_MODIFIED, f"the kernel modified its inputs: {changed}")
+        elif breach:
+            result = failed_case(case.name, trial, Status.RUNTIME_ERROR, breach)
         else:
             result = case_result(case.name, trial, 0, item.expected, outputs, item.tolerances,
                                  previous.get(case.name), custom=output_check(task, case))
