@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kernelsage.tasks.model import Tolerance
-from kernelsage.tools.compare import all_close, classify, compare_output, poison, poisoned_mask
+from kernelsage.tools.compare import all_close, classify, compare_output, poison, poisoned_mask, same_bytes
 from kernelsage.tools.results import Status
 
 TOL = Tolerance(1e-3, 1e-3)
@@ -81,3 +81,16 @@ def test_the_quick_full_check_never_passes_a_finite_value_for_an_infinite_refere
     close = torch.tensor([1.0 + 1e-6, float("inf"), -2.0, float("-inf")], dtype=dtype)
     assert all_close(expected, close, tolerance) in (True, None)  # None: compare_output decides, and passes it
     assert compare_output(expected, close, tolerance, 0).n_mismatch == 0
+
+
+def test_same_bytes_compares_bits_not_values():
+    values = torch.randn(1000)
+    assert same_bytes(values, values.clone())
+    changed = values.clone()
+    changed[999] = torch.nextafter(changed[999], torch.tensor(2.0))  # the last element, by one ulp
+    assert not same_bytes(values, changed)
+    assert not same_bytes(torch.tensor([0.0]), torch.tensor([-0.0]))  # equal values, other bits
+    nan = torch.tensor([float("nan")])
+    assert same_bytes(nan, nan.clone()) and not torch.equal(nan, nan.clone())
+    assert same_bytes(values[::2], values.clone()[::2])  # views are compared by their elements
+    assert not same_bytes(values, values.double()) and not same_bytes(values, values[:10])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ctypes
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -179,8 +180,8 @@ def all_close(expected: torch.Tensor, actual: torch.Tensor, tolerance: Tolerance
             return torch.equal(actual.reshape(-1).view(torch.uint8), expected.reshape(-1).view(torch.uint8)) \
                 if expected.dtype == actual.dtype else False
         return None
-    if expected.dtype == actual.dtype and torch.equal(expected, actual):
-        return True  # bit-for-bit equal up to -0.0 (NaN never equals), a third of the passes below
+    if same_bytes(expected, actual):
+        return True  # bit for bit the reference's answer (NaN payloads included): one pass, nothing allocated
     work = torch.float64 if expected.dtype == torch.float64 else torch.float32
     exp, act = expected.to(work), actual.to(work)
     diff = torch.sub(act, exp).abs_()  # NaN (the poison included) fails every comparison below
@@ -190,6 +191,33 @@ def all_close(expected: torch.Tensor, actual: torch.Tensor, tolerance: Tolerance
     if bool(diff.le_(bound).all()):
         return True
     return None if not bool(torch.isfinite(exp).all()) else False
+
+
+def same_bytes(first: torch.Tensor, second: torch.Tensor) -> bool:
+    """Whether two tensors of one dtype and shape hold the same bytes.
+
+    memcmp for contiguous CPU tensors: torch.equal compares values on the intra-op thread pool, which on a busy
+    two-core machine took 6-12 ms for 4M floats where memcmp took 1.6 ms, and a profile compares every call's
+    whole output."""
+    if first.dtype != second.dtype or first.shape != second.shape:
+        return False
+    first, second = first.contiguous(), second.contiguous()  # no copy for the outputs and references compared
+    if _MEMCMP is None or first.device.type != "cpu" or second.device.type != "cpu":
+        return torch.equal(first.reshape(-1).view(torch.uint8), second.reshape(-1).view(torch.uint8))
+    size = first.numel() * first.element_size()
+    return size == 0 or _MEMCMP(first.data_ptr(), second.data_ptr(), size) == 0
+
+
+def _libc_memcmp() -> Callable[[int, int, int], int] | None:
+    try:
+        memcmp = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError):
+        return None
+    memcmp.restype, memcmp.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    return memcmp
+
+
+_MEMCMP = _libc_memcmp()
 
 
 def compare_at(expected: torch.Tensor, actual: torch.Tensor, positions: torch.Tensor, tolerance: Tolerance,
