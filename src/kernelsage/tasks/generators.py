@@ -77,3 +77,16 @@ def sprinkle(tensor: torch.Tensor, generator: torch.Generator, fraction: float,
     pool = torch.tensor(list(values), dtype=torch.float64)
     picks = pool[torch.randint(len(pool), tensor.shape, generator=generator)].to(tensor.dtype)
     return torch.where(chosen, picks, tensor)
+
+
+def close_pairs(shape: Sequence[int], dtype: str, generator: torch.Generator, low: float, high: float,
+                relative: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pairs (a, b) of magnitudes log-uniform in [low, high], random signs, b = a * (1 + relative * noise):
+    |a - b| is tiny next to a and b, so rounding a or b to a shorter float (a half) changes it by far more
+    than its own size."""
+    exponents = torch.rand(tuple(shape), generator=generator, dtype=torch.float64) \
+        * (math.log10(high) - math.log10(low)) + math.log10(low)
+    signs = torch.where(torch.rand(tuple(shape), generator=generator) < 0.5, -1.0, 1.0).to(torch.float64)
+    a = signs * torch.pow(10.0, exponents)
+    b = a * (1.0 + relative * torch.randn(tuple(shape), generator=generator, dtype=torch.float64))
+    return a.to(torch_dtype(dtype)), b.to(torch_dtype(dtype))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from kernelsage.tasks.generators import randn, spread_rows, sprinkle, tied, uniform
+from kernelsage.tasks.generators import close_pairs, randn, spread_rows, sprinkle, tied, uniform
 from kernelsage.tasks.model import case, define_task
 
 INF, NAN = float("inf"), float("nan")
@@ -36,6 +36,15 @@ def _ab(c, g):
     return {"a": randn(c["shape"], c.dtype, g), "b": randn(c["shape"], c.dtype, g)}
 
 
+def _close_ab(c, g):
+    """Normal pairs, or (case `close`) pairs in the hundreds a relative 1e-4 apart: a kernel that rounds a or
+    b to half loses their difference."""
+    if not c.get("close"):
+        return _ab(c, g)
+    a, b = close_pairs(c["shape"], c.dtype, g, 1e2, 1e3, 1e-4)
+    return {"a": a, "b": b}
+
+
 def _extremes(c, g):
     """Inputs of the elementwise maps whose description admits +-inf: a few of them among large values."""
     x = randn(c["shape"], c.dtype, g, c.get("scale", 1.0))
@@ -54,10 +63,11 @@ def _greater_inputs(c, g):
 
 
 def _reduce_inputs(c, g):
-    """Normal rows, or all-negative ones (a maximum started at 0 fails), or rows with tied maxima."""
+    """Normal rows (scaled by the case's `scale`: 1e5 is beyond half's range), or all-negative ones (a maximum
+    started at 0 fails), or rows with tied maxima."""
     if c.get("ties"):
         return {"x": tied(c["shape"], c.dtype, g)}
-    x = randn(c["shape"], c.dtype, g)
+    x = randn(c["shape"], c.dtype, g, c.get("scale", 1.0))
     return {"x": -x.abs() - 0.5 if c.get("negative") else x}
 
 
@@ -135,8 +145,10 @@ TASKS = [
     ),
     define_task(
         id="l1_abs_diff", level=1, category="elementwise",
-        description=f"Absolute difference: y = |a - b|. {BINARY}",
-        reference=lambda a, b: (a - b).abs(), inputs=_ab, cases=ROWS_2D, perf=PERF_ELEMENTWISE,
+        description=f"Absolute difference: y = |a - b|. {BINARY} Some pairs are close values in the hundreds, "
+                    "whose difference is small next to either.",
+        reference=lambda a, b: (a - b).abs(), inputs=_close_ab,
+        cases=[*ROWS_2D, case("close", shape=(29, 67), close=True)], perf=PERF_ELEMENTWISE,
     ),
     define_task(
         id="l1_maximum", level=1, category="comparison",
@@ -170,9 +182,11 @@ TASKS = [
     ),
     define_task(
         id="l1_max_lastdim", level=1, category="reduction",
-        description=f"Maximum: y[...] = max_j x[..., j]. {LASTDIM}",
+        description=f"Maximum: y[...] = max_j x[..., j]. {LASTDIM} Some rows hold values beyond float16's range "
+                    "(|x| near 1e5).",
         reference=lambda x: x.amax(-1), inputs=_reduce_inputs,
-        cases=[*REDUCE_CASES, case("negative", shape=(6, 37), negative=True)], perf=PERF_REDUCE,
+        cases=[*REDUCE_CASES, case("negative", shape=(6, 37), negative=True),
+               case("huge", shape=(7, 45), scale=1e5)], perf=PERF_REDUCE,
     ),
     define_task(
         id="l1_argmax_lastdim", level=1, category="reduction",

@@ -42,7 +42,9 @@ def _vec(c, g, scale=1.0):
 def _norm_inputs(with_residual: bool, with_bias: bool, offset: float = 0.0):
     """x (and the residual) [rows, n], a weight far from 1 (some entries negative), a bias. In the cases with
     `low`, x and the residual share a scale per row, so their sum has a tiny mean square (RMS norm) or, around
-    an `offset` per row, a tiny variance (layer norm); one row is all zeros."""
+    an `offset` per row, a tiny variance (layer norm); one row is all zeros. A case's `scale` and
+    `weight_scale` multiply x and the weight (1e5: beyond half's range, where a kernel that rounds to half
+    gets inf)."""
     def make(c, g):
         rows, n = c["rows"], c["n"]
         if "low" in c.params:
@@ -52,8 +54,9 @@ def _norm_inputs(with_residual: bool, with_bias: bool, offset: float = 0.0):
             if with_residual:
                 tensors["residual"] = both[:, n:].contiguous()
         else:
-            tensors = _rows(c, g, "x", "residual") if with_residual else _rows(c, g, "x")
-        tensors["weight"] = 1.0 + _vec(c, g, 0.6)
+            names = ("x", "residual") if with_residual else ("x",)
+            tensors = _rows(c, g, *names, scale=c.get("scale", 1.0))
+        tensors["weight"] = (1.0 + _vec(c, g, 0.6)) * c.get("weight_scale", 1.0)
         if with_bias:
             tensors["bias"] = _vec(c, g, 0.5)
         return tensors
@@ -168,9 +171,11 @@ TASKS = [
         id="l2_rms_norm", level=2, category="norm",
         description="RMS norm: y = x / sqrt(mean(x^2) + eps) * weight over the last dimension. Inputs x [rows, n], "
                     f"weight [n]; output y; attribute eps. {ROWWISE} {NORM_NOTE} Cases include float16 (x, "
-                    "weight and y), with rows of thousands of elements.",
+                    "weight and y), with rows of thousands of elements, and float32 rows and weights of magnitude "
+                    "near 1e5 (beyond float16's range).",
         reference=_rms_norm, inputs=_norm_inputs(False, False), attrs=_eps(1e-6),
-        cases=[*NORM_CASES, case("half", dtype="float16", rows=6, n=4099)], perf=PERF_ROWS,
+        cases=[*NORM_CASES, case("half", dtype="float16", rows=6, n=4099),
+               case("huge", rows=5, n=300, scale=1e5, weight_scale=1e5)], perf=PERF_ROWS,
     ),
     define_task(
         id="l2_add_rms_norm", level=2, category="norm_residual",

@@ -18,8 +18,10 @@ import torch.nn.functional as F
 from kernelsage.tasks.generators import randint, randn, tied
 from kernelsage.tasks.model import Tolerance, case, define_task
 
+# k = 65 is one past a multiple of 64 and of 32 (common k tiles): a kernel that drops or repeats the last step of
+# its k loop shows only there.
 MATMUL_CASES = [case("square", m=64, k=64, n=64), case("odd", m=33, k=127, n=65), case("thin", m=1, k=300, n=17),
-                case("tail", m=5, k=7, n=3)]
+                case("tail", m=5, k=7, n=3), case("k_tail", m=9, k=65, n=20)]
 PERF_MATMUL = case("perf", m=512, k=512, n=512)
 # Long dot products accumulate rounding differently in any two correct orders.
 MATMUL_TOLERANCE = {"float32": Tolerance(2e-3, 2e-3)}
@@ -148,7 +150,7 @@ TASKS = [
         inputs=lambda c, g: {"a": randn((c["batch"], c["m"], c["k"]), c.dtype, g),
                              "b": randn((c["batch"], c["k"], c["n"]), c.dtype, g)},
         cases=[case("small", batch=4, m=32, k=48, n=16), case("odd", batch=3, m=17, k=65, n=31),
-               case("tail", batch=2, m=5, k=3, n=7)],
+               case("tail", batch=2, m=5, k=3, n=7), case("blocks", batch=3, m=70, k=20, n=40)],
         perf=case("perf", batch=16, m=256, k=128, n=256), tolerances=MATMUL_TOLERANCE,
     ),
     define_task(
