@@ -98,3 +98,115 @@ def test_a_bound_is_an_overrun_only_where_the_loop_variable_indexes(mutants) -> 
     assert (3, "overrun-by-one") in rules
     python = "offs = pid * BLOCK + tl.arange(0, BLOCK)\n"  # `tl` is a module, not an index: no swap
     assert not [m for m in mutants.generate(python, "python", "inline") if m.rule == "index-swap"]
+
+
+# -- the differential stress run's contract (bench/mutation_stress.py) and the outcomes (bench/mutation.py) ----
+
+def _bench(name: str):
+    sys.path.insert(0, str(ROOT / "bench"))  # bench/mutation.py imports its siblings by name
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+@pytest.fixture(scope="module")
+def stress():
+    return _bench("mutation_stress")
+
+
+def _task(task_id: str):
+    from kernelsage.tasks.loaders import find_task, load_suite
+
+    return find_task(load_suite("builtin", task_ids=[task_id]), task_id)
+
+
+def test_the_promises_quote_every_description_that_says_what_nan_or_inf_give(stress) -> None:
+    import re
+
+    from kernelsage.tasks.loaders import load_suite
+
+    tasks = {task.id: task for task in load_suite("builtin").tasks}
+    for task_id, promise in stress.PROMISES.items():
+        assert promise.quote in tasks[task_id].description, task_id
+    mentions = {task_id for task_id, task in tasks.items()
+                if re.search(r"(?<![A-Za-z])(NaN|inf)(?![A-Za-z])", task.description)}
+    assert mentions == set(stress.PROMISES)
+
+
+def test_nan_and_inf_lie_inside_the_contract_only_where_promised(stress) -> None:
+    import torch
+
+    relu = [s for s in stress.stress_sets(_task("l1_relu"), 5) if not s.skipped]  # skipped sets never run
+    for s in relu:
+        nonfinite = any(not bool(torch.isfinite(t.float()).all()) for t in s.inputs)
+        assert bool(s.outside) == nonfinite == s.name.endswith("/nan"), s.name
+    assert "promises nothing for NaN" in next(s.outside for s in relu if s.outside)
+    greater = list(stress.stress_sets(_task("l1_greater"), 5))
+    special = [s for s in greater if s.name.endswith("/special")]
+    assert special and not any(s.outside for s in greater)
+    assert all(bool(torch.isnan(s.inputs[0]).any()) and bool(torch.isinf(s.inputs[1]).any()) for s in special)
+    for s in (s for s in stress.stress_sets(_task("l2_softmax"), 5) if s.name.endswith("/special")):
+        x = s.inputs[0]
+        assert not s.outside and bool((x == -float("inf")).any()), s.name
+        assert not bool(torch.isnan(x).any() or (x == float("inf")).any())
+        assert bool(torch.isfinite(x).any(dim=-1).all()) and bool(torch.isfinite(s.expected[0]).all())
+
+
+def test_the_battery_goes_past_half_range_and_makes_pairs_cancel(stress) -> None:
+    import torch
+
+    sets = {s.name: s for s in stress.stress_sets(_task("l1_abs_diff"), 5)}
+    huge = [s for name, s in sets.items() if name.endswith("/huge")]
+    assert huge and all(float(s.inputs[0].abs().max()) > 65504 and bool(torch.isfinite(s.expected[0]).all())
+                        for s in huge)
+    for mode, scale in (("close", 1.0), ("close-large", 100.0)):
+        a, b = next(s for name, s in sets.items() if name.endswith(f"/{mode}")).inputs
+        assert float((b.abs() - a.abs()).abs().max()) <= 1e-3 * float(a.abs().max())
+        assert float((a - b).abs().max()) > 0 and float(a.abs().max()) > scale
+    relu = {s.name: s for s in stress.stress_sets(_task("l1_relu"), 5)}
+    assert "overflows" not in relu["vec/huge"].skipped and "non-finite" in relu["half/huge"].skipped
+    assert not any(name.endswith(("/close", "/special")) for name in relu)  # one input, nothing promised
+
+
+def test_a_mutant_within_tolerance_wherever_the_original_is_right_is_not_told_apart(stress) -> None:
+    import torch
+
+    task = _task("l1_clamp")
+    s = next(s for s in stress.stress_sets(task, 5) if s.name == "vec/plain")
+    want = [s.expected[0].clone()]
+    assert stress.verdict(task, s, want, [want[0].clone()])["verdict"] == "same"
+    rounded = [s.expected[0].to(torch.float16).float()]  # within rtol 1e-3 of every value
+    assert stress.verdict(task, s, want, rounded)["verdict"] == "within"
+    off = [want[0].clone()]
+    off[0][17] += 0.01
+    assert stress.verdict(task, s, want, off) | {"max_abs_error": 0} == {
+        "verdict": "differs", "output": 0, "n_mismatch": 1, "n_elements": off[0].numel(), "max_abs_error": 0,
+        "max_rel_error": pytest.approx(0.01 / abs(float(want[0][17])), rel=1e-3), "atol": 1e-3, "rtol": 1e-3}
+    wrong = [want[0].clone()]
+    wrong[0][3] = 9.0  # the original itself is wrong here: only the same value vouches for the mutant
+    assert stress.verdict(task, s, wrong, [wrong[0].clone()])["verdict"] == "same"
+    assert stress.verdict(task, s, wrong, want) == {"verdict": "differs", "original_fails": True, "output": 0}
+    elsewhere = [wrong[0].clone()]
+    elsewhere[0][5] *= 1 + 2e-4
+    assert stress.verdict(task, s, wrong, elsewhere)["verdict"] == "within"
+
+
+def test_outcomes_keep_overruns_and_report_differences_outside_the_contract_apart() -> None:
+    mutation = _bench("mutation")
+    inside = {"compiled": True, "passed": True, "stress": {"differs": [], "same": 20, "within": ["vec/plain"],
+                                                           "outside": {}}}
+    assert mutation.outcome(inside, "cpu", "tie-flip") == "equivalent"
+    assert mutation.outcome(inside, "cpu", "overrun-by-one") == "survived"
+    by_contract = {**inside, "stress": {**inside["stress"], "outside": {"vec/nan": "promises nothing for NaN"}}}
+    assert mutation.outcome(by_contract, "triton", "nan-flip") == "equivalent-by-contract"
+    assert "vec/nan" in mutation.equivalence(by_contract)
+    told_apart = {**inside, "stress": {**inside["stress"], "differs": ["vec/huge"]}}
+    assert mutation.outcome(told_apart, "triton", "float32-to-float16") == "survived"
+    unstressed = {**inside, "stress": {"differs": [], "same": 0, "within": [], "outside": {}}}
+    assert mutation.outcome(unstressed, "cpu", "literal") == "survived"
+    assert mutation.outcome({"compiled": True, "passed": False}, "cpu", "literal") == "killed"
