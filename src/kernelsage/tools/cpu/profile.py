@@ -70,7 +70,14 @@ from kernelsage.tools.compare import (
 from kernelsage.tools.cpu.judge import Judge, define_sets
 from kernelsage.tools.cpu.runner import Runner
 from kernelsage.tools.judging.arena import SLOT_ALIGNMENT, align
-from kernelsage.tools.judging.contents import DEFAULT_SETS, FreshContents, bits, input_sets, unseen_calls
+from kernelsage.tools.judging.contents import (
+    DEFAULT_SETS,
+    UNSEEN_TRIAL,
+    FreshContents,
+    bits,
+    input_sets,
+    unseen_calls,
+)
 from kernelsage.tools.judging.core import CheckFailed, Emit, HarnessFailure, RunnerFailed
 from kernelsage.tools.judging.instances import (
     Prepared,
@@ -84,7 +91,6 @@ from kernelsage.tools.judging.verdicts import OutputCheck
 from kernelsage.tools.results import Status
 from kernelsage.tools.timing import TimedCall, call_ratios, slower_on_unseen, timing_from_samples
 
-UNSEEN_TRIAL = 1000  # seeds of unseen instances: case_seed(seed, UNSEEN_TRIAL + j, 0), apart from the sets'
 SAMPLED = 1024  # positions poisoned before each call on a large output (and compared when telling a stale answer)
 INPUT_SAMPLED = 256  # positions of each input checked unchanged after each call
 SMALL_OUTPUT = 1 << 16  # outputs up to this many elements are poisoned in full before every call

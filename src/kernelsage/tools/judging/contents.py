@@ -38,6 +38,7 @@ DEFAULT_SETS = 4  # at most; fewer (never under 2) when one set's inputs are lar
 INPUT_BUDGET = 32 << 20  # bytes of inputs the sets may take together before their number shrinks
 UNSEEN_BUDGET = 32 << 20  # bytes of inputs the unseen instances of one profile may take together
 MOST_UNSEEN = 16
+UNSEEN_TRIAL = 1000  # seeds of unseen instances: case_seed(seed, UNSEEN_TRIAL + j, 0), apart from the sets'
 
 
 def blend_kind(values: Sequence[torch.Tensor]) -> str:

@@ -36,7 +36,13 @@ import torch
 from kernelsage.tasks.model import CaseInstance, Task
 from kernelsage.tools import unpredictable
 from kernelsage.tools.compare import all_close, gather
-from kernelsage.tools.judging.contents import DEFAULT_SETS, FreshContents, input_sets, unseen_calls
+from kernelsage.tools.judging.contents import (
+    DEFAULT_SETS,
+    UNSEEN_TRIAL,
+    FreshContents,
+    input_sets,
+    unseen_calls,
+)
 from kernelsage.tools.judging.core import CheckFailed, Emit, HarnessFailure, RunnerFailed
 from kernelsage.tools.judging.instances import (
     Prepared,
@@ -52,7 +58,6 @@ from kernelsage.tools.timing import TimedCall, call_ratios, slower_on_unseen, ti
 from kernelsage.tools.triton.judge import TritonJudge
 
 L2_FLUSH_BYTES = 256 << 20
-UNSEEN_TRIAL = 1000  # seeds of unseen instances: case_seed(seed, UNSEEN_TRIAL + j, 0), apart from the sets'
 KEPT_POSITIONS = 256  # positions of each output kept per call, to name an earlier call's answer replayed
 
 
