@@ -75,6 +75,7 @@ from kernelsage.tools.judging.contents import (
     UNSEEN_TRIAL,
     FreshContents,
     bits,
+    check_unseen,
     input_sets,
     unseen_calls,
 )
@@ -84,12 +85,13 @@ from kernelsage.tools.judging.instances import (
     case_seed,
     instantiate,
     output_check,
+    placed_like,
     plan,
     run_reference,
 )
 from kernelsage.tools.judging.verdicts import OutputCheck
 from kernelsage.tools.results import Status
-from kernelsage.tools.timing import TimedCall, call_ratios, slower_on_unseen, timing_from_samples
+from kernelsage.tools.timing import TimedCall, timing_from_samples
 
 SAMPLED = 1024  # positions poisoned before each call on a large output (and compared when telling a stale answer)
 INPUT_SAMPLED = 256  # positions of each input checked unchanged after each call
@@ -132,7 +134,7 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
         unseen = min(unseen_calls(set_bytes), int(payload["reps"]))
         timed = _Timed(judge, runner, prepared, slot, seed, task, output_check(task, case), contents)
         timed.run(int(payload["warmup"]), int(payload["reps"]), unseen)
-        timed.judge_unseen()
+        check_unseen(timed.timed_calls)
     except (RunnerFailed, CheckFailed) as failure:
         emit({"kind": "result", "data": {"status": failure.status.value, "message": failure.message,
                                          "stderr_tail": judge.runner.log_tail() if judge.runner else ""}})
@@ -183,7 +185,7 @@ class _Timed:
         self.place_holds: list[int | None] = [None] * len(prepared)  # which set's contents each place holds now
         self.rewrite = sum(t.numel() * t.element_size() for t in prepared[0].inputs) < REWRITE_BELOW
         self.round_trip = 0.0
-        self.ratios: tuple[list[float], list[float]] = ([], [])  # candidate / reference per timed call: seen, unseen
+        self.timed_calls: list[TimedCall] = []  # what the unseen-instance rule reads
 
     def run(self, warmup: int, reps: int, unseen: int) -> None:
         """Reference and candidate on the same contents, checked before the runner may run again: call by call
@@ -212,7 +214,7 @@ class _Timed:
                     candidate.append(seconds)
                     reference.append(call.reference_s)
                     timed_calls.append(TimedCall(call.number, seconds, call.reference_s, unseen=call.data < 0))
-        self.ratios = call_ratios(timed_calls)
+        self.timed_calls = timed_calls
         self.candidate = timing_from_samples(candidate, warmup=warmup)
         self.reference = timing_from_samples(reference, warmup=warmup)
 
@@ -255,12 +257,7 @@ class _Timed:
         self.judge.phase("reference")
         instance = instantiate(self.task, self.case, case_seed(self.seed, UNSEEN_TRIAL + self.unseen_made, 0))
         self.unseen_made += 1
-        like = self.prepared[s]
-        item = plan(self.task, [(instance, None)], outputs_like=tuple(
-            torch.empty(p.shape, dtype=p.dtype) for p in like.output_places))[0][0]
-        if [(t.dtype, t.shape) for t in item.inputs] != [(t.dtype, t.shape) for t in like.inputs]:
-            raise HarnessFailure(f"the inputs of the performance case {self.case.name!r} change shape with the seed")
-        return dataclasses.replace(item, input_places=like.input_places, output_places=like.output_places)
+        return placed_like(self.task, instance, self.prepared[s])
 
     def candidate_call(self, call: _Call) -> float:
         """The call's contents written to set s's place, one timed call into a fresh slot, then its checks with
@@ -375,14 +372,3 @@ class _Timed:
             if view.numel() and not torch.equal(bits(gather(view, chosen)), before):
                 name = list(call.item.instance.inputs)[index]
                 raise CheckFailed(Status.INPUT_MODIFIED, f"the kernel modified its input {index} ({name})")
-
-    def judge_unseen(self) -> None:
-        """A kernel clearly slower, relative to the reference, on the unseen instances than on the other calls
-        kept something from earlier calls that paid: its timing is not credited."""
-        seen, unseen = self.ratios
-        slowdown = slower_on_unseen(seen, unseen)
-        if slowdown is not None:
-            raise CheckFailed(Status.CACHED_RESULT, (
-                f"the kernel was {slowdown:.1f}x slower, relative to the reference, on the {len(unseen)} timed calls "
-                "with inputs no call had before than on the others: it reuses work kept from earlier calls, so its "
-                "time does not measure the task"))

@@ -26,8 +26,10 @@ import torch
 from kernelsage.tasks.model import TestCase
 from kernelsage.tools import unpredictable
 from kernelsage.tools.compare import all_close
+from kernelsage.tools.judging.core import CheckFailed
 from kernelsage.tools.judging.instances import Prepared, run_reference
-from kernelsage.tools.timing import MIN_UNSEEN
+from kernelsage.tools.results import Status
+from kernelsage.tools.timing import MIN_UNSEEN, TimedCall, call_ratios, slower_on_unseen
 
 WEIGHT_LOW, WEIGHT_HIGH = 0.25, 0.75
 OFFSETS = 1 << 16  # distinct windows into the weights
@@ -102,6 +104,19 @@ def unseen_calls(set_bytes: int) -> int:
     row maximum skip most of its reads (a 2-3.6x gain measured, tests/tools/test_attacks_state.py).
     """
     return max(MIN_UNSEEN, min(MOST_UNSEEN, UNSEEN_BUDGET // max(set_bytes, 1)))
+
+
+def check_unseen(calls: Sequence[TimedCall]) -> None:
+    """CheckFailed(cached_result) when the kernel was clearly slower, relative to the reference, on the unseen
+    instances than on the other timed calls: it kept something from earlier calls that paid, so its time is not
+    credited (both profiles, cpu and device, judge by this rule)."""
+    seen, unseen = call_ratios(calls)
+    slowdown = slower_on_unseen(seen, unseen)
+    if slowdown is not None:
+        raise CheckFailed(Status.CACHED_RESULT, (
+            f"the kernel was {slowdown:.1f}x slower, relative to the reference, on the {len(unseen)} timed calls "
+            "with inputs no call had before than on the others: it reuses work kept from earlier calls, so its "
+            "time does not measure the task"))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ hash of the job's key, the reference's outputs, and each set's private tensors w
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,3 +94,13 @@ def plan(task: Task, instances: Sequence[tuple[CaseInstance, tuple[torch.Tensor,
             input_places=[inputs_plan.place(t.dtype, t.shape) for t in private],
             output_places=[outputs_plan.place(e.dtype, e.shape) for e in like]))
     return prepared, inputs_plan.size, outputs_plan.size
+
+
+def placed_like(task: Task, instance: CaseInstance, like: Prepared) -> Prepared:
+    """A new instance of the performance case at `like`'s input and output places (HarnessFailure if its inputs
+    differ in dtype or shape: a set's place holds exactly its tensors)."""
+    outputs = tuple(torch.empty(p.shape, dtype=p.dtype) for p in like.output_places)
+    item = plan(task, [(instance, None)], outputs_like=outputs)[0][0]
+    if [(t.dtype, t.shape) for t in item.inputs] != [(t.dtype, t.shape) for t in like.inputs]:
+        raise HarnessFailure(f"the inputs of the performance case {task.perf_case.name!r} change shape with the seed")
+    return dataclasses.replace(item, input_places=like.input_places, output_places=like.output_places)

@@ -40,6 +40,7 @@ from kernelsage.tools.judging.contents import (
     DEFAULT_SETS,
     UNSEEN_TRIAL,
     FreshContents,
+    check_unseen,
     input_sets,
     unseen_calls,
 )
@@ -49,12 +50,13 @@ from kernelsage.tools.judging.instances import (
     case_seed,
     instantiate,
     output_check,
+    placed_like,
     plan,
     run_reference,
 )
 from kernelsage.tools.judging.verdicts import case_result, inputs_modified
 from kernelsage.tools.results import Status
-from kernelsage.tools.timing import TimedCall, call_ratios, slower_on_unseen, timing_from_samples
+from kernelsage.tools.timing import TimedCall, timing_from_samples
 from kernelsage.tools.triton.judge import TritonJudge
 
 L2_FLUSH_BYTES = 256 << 20
@@ -130,18 +132,9 @@ def input_sets_of(task: Task, seed: int, most: int) -> tuple[list[Prepared], int
     first = instantiate(task, case, case_seed(seed, 0, 0))
     expected = run_reference(first, case)
     one, set_bytes, output_bytes = plan(task, [(first, expected)], outputs_like=expected)
-    prepared = one + [placed(task, instantiate(task, case, case_seed(seed, k, 0)), one[0])
+    prepared = one + [placed_like(task, instantiate(task, case, case_seed(seed, k, 0)), one[0])
                       for k in range(1, input_sets(most, set_bytes))]
     return prepared, set_bytes, output_bytes
-
-
-def placed(task: Task, instance: CaseInstance, like: Prepared) -> Prepared:
-    """An instance of the performance case at `like`'s places (HarnessFailure if its inputs differ in shape)."""
-    outputs = tuple(torch.empty(p.shape, dtype=p.dtype) for p in like.output_places)
-    item = plan(task, [(instance, None)], outputs_like=outputs)[0][0]
-    if [(t.dtype, t.shape) for t in item.inputs] != [(t.dtype, t.shape) for t in like.inputs]:
-        raise HarnessFailure(f"the inputs of the performance case {task.perf_case.name!r} change shape with the seed")
-    return item
 
 
 class _DeviceCalls:
@@ -184,13 +177,7 @@ class _DeviceCalls:
                 self.candidate.append(max(seconds, 1e-9))
                 self.reference.append(reference_s)
                 timed_calls.append(TimedCall(number, max(seconds, 1e-9), reference_s, unseen=unseen_call))
-        seen_ratios, unseen_ratios = call_ratios(timed_calls)
-        slowdown = slower_on_unseen(seen_ratios, unseen_ratios)
-        if slowdown is not None:
-            raise CheckFailed(Status.CACHED_RESULT, (
-                f"the kernel was {slowdown:.1f}x slower, relative to the reference, on the {len(unseen_ratios)} timed "
-                "calls with inputs no call had before than on the others: it reuses work kept from earlier calls, so "
-                "its time does not measure the task"))
+        check_unseen(timed_calls)
 
     def contents_of(self, s: int) -> Prepared:
         """Set s, freshly blended where the task allows it."""
@@ -203,7 +190,7 @@ class _DeviceCalls:
         self.judge.phase("reference")
         seed = case_seed(self.seed, UNSEEN_TRIAL + self.unseen_made, 0)
         self.unseen_made += 1
-        return placed(self.task, instantiate(self.task, self.task.perf_case, seed), self.prepared[0])
+        return placed_like(self.task, instantiate(self.task, self.task.perf_case, seed), self.prepared[0])
 
     def reference_call(self, instance: CaseInstance) -> tuple[tuple[torch.Tensor, ...], float]:
         """The reference on the device on the instance's current inputs: its outputs on the host and its time
