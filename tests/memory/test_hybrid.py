@@ -88,22 +88,49 @@ def test_names_follow_an_error_signature_written_later_and_leave_with_the_item(s
 
 def test_query_names_keep_identifiers_whole_and_drop_prose() -> None:
     text = "x.cpp:3: error: '_mm256_fmadd_ps' was not declared in this scope; did you mean AscendC::DataCopyPad?"
-    assert query_names(text) == ["_mm256_fmadd_ps", "ascendc", "datacopypad"]
-    assert query_names("half float16 __aicore__ TQue The error") == ["float16", "__aicore__", "tque"]
+    assert query_names(text) == ["x.cpp", "_mm256_fmadd_ps", "ascendc::datacopypad", "ascendc", "datacopypad"]
+    assert query_names("half float16 __aicore__ TQue The error") == ["float16", "__aicore__", "tque", "the"]
+
+
+def test_names_are_written_as_kernel_engineers_write_them() -> None:
+    # single-word APIs are names, after the distinctive ones: a capitalised prose word must not push one out
+    assert query_names("Error: no matching function for call to 'Muls(LocalTensor<half>&, int)'") == [
+        "localtensor", "error", "muls"]
+    # a dotted Triton name is one name, whichever way the module is spelled
+    for text in ("tl.dot: incompatible shapes", "triton.language.dot: incompatible shapes"):
+        assert query_names(text) == ["tl.dot"]
+    assert query_names("Exp Cast Adds exp cast") == ["exp", "cast", "adds"]
+    assert query_names("a limit of 16", limit=16) == []
+    assert len(query_names(" ".join(f"Name{i}" for i in range(40)))) == 16
+
+
+def test_a_name_too_long_for_the_index_is_kept_by_its_hash() -> None:
+    symbol = "_ZN7AscendC" + "N5Tiling" * 2000 + "E"
+    [key] = query_names(f"undefined reference to `{symbol}'")
+    assert key.startswith("sha256:") and len(key) == len("sha256:") + 64
+    assert query_names(symbol.upper()) == [key]  # names are case-blind, long ones too
+    edge = "A" * 128
+    assert query_names(edge) == [edge.lower()] and query_names(edge + "B")[0].startswith("sha256:")
 
 
 def test_the_database_keeps_the_names_a_query_looks_up(store: MemoryStore) -> None:
-    # ks_names (migration 7) and hybrid.query_names must agree on what a name is, or a query would look up a
-    # name no item is indexed under: random texts of identifiers, digits, underscores, case and punctuation
+    # ks_names (migration 8) and hybrid.query_names must agree on what a name is, or a query would look up a
+    # name no item is indexed under: random texts of identifiers, digits, underscores, case, qualifiers,
+    # punctuation and non-ASCII letters, and names on both sides of the hashing bound
     rng = random.Random(7)
-    alphabet = "aZ_9 .:'<>(),-" + string.ascii_letters[:6] + "QX0"
-    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(400)]
-    texts += ["_mm256_fmadd_ps AscendC::DataCopyPad LocalTensor<float16> e1 ab_ X9 aB The __aicore__"]
+    alphabet = "aZ_9 .:'<>(),-" + string.ascii_letters[:6] + "QX0é€" + "::" + "tl." * 2
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(600)]
+    texts += ["".join(rng.choice("aB_1") for _ in range(rng.randint(120, 300))) for _ in range(50)]
+    texts += ["_mm256_fmadd_ps AscendC::DataCopyPad LocalTensor<float16> e1 ab_ X9 aB The __aicore__",
+              "triton.language.dot tl.cumsum x.y::Zed triton.language tl. Muls"]
     with store.pool.connection() as conn:
         stored = [set(r["names"]) for r in conn.execute("SELECT ks_names(t) AS names FROM unnest(%s::text[]) "
                                                         "WITH ORDINALITY AS x(t, n) ORDER BY n", (texts,))]
     assert stored == [set(query_names(t, limit=len(t))) for t in texts]
-    assert stored[-1] == {"_mm256_fmadd_ps", "ascendc", "datacopypad", "localtensor", "float16", "ab_", "__aicore__"}
+    assert stored[-2] == {"_mm256_fmadd_ps", "ascendc::datacopypad", "ascendc", "datacopypad", "localtensor",
+                          "float16", "ab_", "the", "__aicore__"}
+    assert stored[-1] == {"tl.dot", "tl.cumsum", "x.y::zed", "zed", "triton.language", "muls"}
+    assert any(name.startswith("sha256:") for names in stored for name in names)
 
 
 def test_reciprocal_rank_fusion_sums_reciprocal_ranks() -> None:

@@ -195,6 +195,7 @@ class MemoryUpdate(_Record):
     terminal_score: float | None = None
     credits: dict[int, float] = Field(default_factory=dict)
     new_items: list[int] = Field(default_factory=list)
+    unstored: list[str] = Field(default_factory=list)  # experiences the database refused, each with why
     consolidation: ConsolidationResult | None = None
     adoption: str = "declared"  # what the credit counted as adopted: "declared", or "audited" (evidenced only)
     audit: list[AdoptionCheck] = Field(default_factory=list)  # each item declared adopted, checked against the code

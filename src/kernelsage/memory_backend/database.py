@@ -23,6 +23,9 @@ from kernelsage.memory_backend.embedded import embedded_database_url
 CONNECT_ATTEMPTS = 4
 TRANSACTION_ATTEMPTS = 8  # whole-transaction retries when the server reports a deadlock or serialization failure
 _RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+# What the database refuses about the data itself (a value out of range, a row over a limit, a character it
+# cannot hold, a constraint): the same statement fails again, so it is not retried.
+REFUSED_DATA = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded, UnicodeEncodeError)
 T = TypeVar("T")
 
 
@@ -48,6 +51,13 @@ def check_url(url: str, what: str = "the database URL") -> None:
 
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
+
+
+def refusal(exc: BaseException) -> str:
+    """A refusal of the database (REFUSED_DATA) in one line: its SQLSTATE and first line."""
+    state = getattr(exc, "sqlstate", None)
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return f"{state}: {first}" if state else first
 
 
 def redact(url: str) -> str:

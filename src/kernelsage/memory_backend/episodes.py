@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 from kernelsage.errors import EpisodeError
 from kernelsage.memory_backend import dedup, item_rows, ledger, vector_index
 from kernelsage.memory_backend import queries as q
+from kernelsage.memory_backend.database import REFUSED_DATA, refusal
 from kernelsage.memory_backend.items import CommitResult, NamespaceInfo, NewItem
 from kernelsage.memory_backend.namespaces import send_counters
 from kernelsage.memory_backend.params import SageParams
@@ -25,9 +26,12 @@ MERGE_NEIGHBOURS = 10  # stored experiences nearest to a new one that it may mer
 
 def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: MemoryPolicy, params: SageParams,
                    episode: EpisodeTrace, new_items: Sequence[NewItem], vectors: Sequence[np.ndarray],
-                   count_tokens: TokenCounter) -> CommitResult:
+                   count_tokens: TokenCounter, *, isolate_items: bool = False) -> CommitResult:
     """Record an episode, apply the policy's credit and store the experiences it produced (`new_items`
     with their `vectors`). Run it in one transaction; a repeated episode id changes nothing.
+
+    `isolate_items` stores each experience in a savepoint of its own (not in pipeline mode): one the database
+    refuses is left out, with the reason in the result's `unstored`, and the episode is recorded all the same.
 
     Checked first (validation.check_trace, by the caller) and against the retrieval ledger: credit only
     goes to what was shown. Locks in the one order of every item writer: namespace row, then items by id.
@@ -64,17 +68,20 @@ def commit_episode(conn: psycopg.Connection, info: NamespaceInfo, policy: Memory
     stored = _write_learning(conn, info.id, episode.episode_id, stats, update.stats, update.credits)
     conn.execute(q.SET_EPISODE_SEQ, (seq, info.id))
     ledger.forget(conn, info, episode.episode_id)
-    new_ids, merged = _store_experiences(conn, info, params, [replace(item, source_episode=episode.episode_id)
-                                                              for item in new_items], vectors, seq, count_tokens)
+    items = [replace(item, source_episode=episode.episode_id) for item in new_items]
+    new_ids, merged, unstored = _store_experiences(conn, info, params, items, vectors, seq, count_tokens,
+                                                   isolate=isolate_items)
     return CommitResult(episode_id=episode.episode_id, applied=True, terminal_score=update.terminal_score,
-                        credits=update.credits, new_item_ids=new_ids, merged_into=merged, stored_credits=stored)
+                        credits=update.credits, new_item_ids=new_ids, merged_into=merged, stored_credits=stored,
+                        unstored=unstored)
 
 
 def _store_experiences(conn: psycopg.Connection, info: NamespaceInfo, params: SageParams, items: list[NewItem],
-                       vectors: Sequence[np.ndarray], seq: int,
-                       count_tokens: TokenCounter) -> tuple[list[int], list[int]]:
+                       vectors: Sequence[np.ndarray], seq: int, count_tokens: TokenCounter, *,
+                       isolate: bool = False) -> tuple[list[int], list[int], list[str]]:
     """Store an episode's experiences, merging each that says what a stored one (or an earlier one of
-    the batch) says into it (dedup.py); returns the new ids and the ids merged into, in item order.
+    the batch) says into it (dedup.py); returns the new ids and the ids merged into, in item order, and (with
+    `isolate`, see commit_episode) why each experience the database refused was left out.
 
     A merge adds the newcomer's provenance to the stored item's metadata ("merged", "merged_count") and
     changes none of its statistics: the newcomer was never shown, so it has none to add.
@@ -94,13 +101,25 @@ def _store_experiences(conn: psycopg.Connection, info: NamespaceInfo, params: Sa
     stored = list(known.values())
     targets = dedup.merge_targets(items, vectors, stored, params.merge_similarity)
     keep = [k for k, t in enumerate(targets) if t is None]
-    ids = item_rows.insert_items(conn, info.id, [items[k] for k in keep], [vectors[k] for k in keep], seq, count_tokens,
-                                 copy=False)
-    id_of_new = dict(zip(keep, ids, strict=True))
+    unstored: list[str] = []
+    if isolate:
+        id_of_new = {}
+        for k in keep:
+            try:
+                with conn.transaction():
+                    id_of_new[k] = item_rows.insert_items(conn, info.id, [items[k]], [vectors[k]], seq,
+                                                          count_tokens, copy=False)[0]
+            except REFUSED_DATA as exc:
+                unstored.append(f"experience {k + 1} ({refusal(exc)})")
+    else:
+        id_of_new = dict(zip(keep, item_rows.insert_items(conn, info.id, [items[k] for k in keep],
+                                                          [vectors[k] for k in keep], seq, count_tokens,
+                                                          copy=False), strict=True))
+    ids = list(id_of_new.values())
     merged: list[int] = []
     for k, target in enumerate(targets):
-        if target is None:
-            continue
+        if target is None or (target >= len(stored) and target - len(stored) not in id_of_new):
+            continue  # a refused experience takes the ones merged into it along: they say the same
         item_id = stored[target].item_id if target < len(stored) else id_of_new[target - len(stored)]
         entry = metadata.setdefault(item_id, dict(items[target - len(stored)].metadata) if target >= len(stored)
                                     else {})
@@ -109,7 +128,7 @@ def _store_experiences(conn: psycopg.Connection, info: NamespaceInfo, params: Sa
         merged.append(item_id)
     for item_id in dict.fromkeys(merged):
         conn.execute(q.SET_METADATA, (Jsonb(metadata[item_id]), item_id))
-    return ids, merged
+    return ids, merged, unstored
 
 
 def _insert_episode(conn: psycopg.Connection, namespace_id: int, policy: str, episode: EpisodeTrace, seq: int,

@@ -3,15 +3,19 @@ reciprocal-rank fusion (RRF) into the relevance pool that the policy reranks lat
 
 Kernel errors are named things (an API such as DataCopyPad, an intrinsic such as _mm256_fmadd_ps, an
 attribute): dense vectors place an item about `DataCopyPadV2` as near as one about `DataCopyPad`. The
-lexical side matches the names exactly (migration 5 keeps every word of an item as a whole, lower-cased
-name in ks_item_names, migration 7); only name-shaped words are kept and looked up, since common words match
-most items, cost a read of each, and tell them apart worse than the vectors do. Names count by their rarity
-in the namespace (an IDF, `name_weights`): `AscendC`, in a third of the items, must not tie that third
-with the one item that names the rare API beside it.
+lexical side matches the names exactly (ks_item_names keeps every name of an item whole and lower-cased,
+migrations 7 and 8); only name-shaped words are kept and looked up, since common words match most items, cost a
+read of each, and tell them apart worse than the vectors do. A name is written as a kernel engineer writes one:
+a word with an underscore, a digit or a capital (`_mm256_fmadd_ps`, `float16`, `DataCopyPad`, `Muls`), and a
+dotted or qualified chain as a whole (`tl.dot`, `AscendC::DataCopy`; `triton.language.dot` is `tl.dot`).
+Names count by their rarity in the namespace (an IDF, `name_weights`): `AscendC`, in a third of the items,
+must not tie that third with the one item that names the rare API beside it, and a capitalised prose word
+(`The`, `Use`) is common, so it weighs nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Hashable, Sequence
@@ -22,24 +26,56 @@ from kernelsage.memory_backend import item_rows
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo
 
-WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the same pattern and rule as ks_names in migration 7
+# The same patterns and rule as ks_names in migration 8 (a test holds the two to one answer on random texts).
+CHAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
+QUALIFIER = re.compile(r"\.|::")
 MAX_NAMES = 16  # names looked up per query: a long compiler log names many things, its first ones matter most
 MIN_NAME_CHARS = 3
+MAX_NAME_BYTES = 128  # longer names are kept as their hash: a B-tree entry holds at most about 2,700 bytes
 COUNT_CAP = 1000  # a namespace's items counted, at most: rarity among so many, a bounded read
 COMMON_SHARE = 0.1  # a name held by more than this share of the counted items (and more than the pool) is common
 
 
 def is_name(word: str) -> bool:
-    """Whether a word looks like a name in code rather than prose: it holds an underscore or a digit, or a
-    capital after its first letter (DataCopyPad, _mm256_fmadd_ps, float16, TQue; not error, scope, The)."""
-    return len(word) >= MIN_NAME_CHARS and ("_" in word or any(c.isdigit() for c in word)
-                                            or any(c.isupper() for c in word[1:]))
+    """Whether one word (no qualifier) looks like a name in code rather than prose: it holds an underscore, a
+    digit or a capital (DataCopyPad, _mm256_fmadd_ps, float16, Muls; not error, scope)."""
+    return len(word) >= MIN_NAME_CHARS and any(c == "_" or c.isdigit() or c.isupper() for c in word)
+
+
+def _distinctive(word: str) -> bool:
+    """A name unlike a capitalised prose word: an underscore, a digit or a capital after its first letter."""
+    return "_" in word or any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:])
+
+
+def name_key(name: str) -> str:
+    """How the index keeps a name: lower-cased, and past MAX_NAME_BYTES its SHA-256 (as ks_name_key does)."""
+    name = name.lower()
+    if len(name.encode("utf-8")) <= MAX_NAME_BYTES:
+        return name
+    return "sha256:" + hashlib.sha256(name.encode("utf-8")).hexdigest()
+
+
+def names_of(text: str) -> list[tuple[str, bool]]:
+    """Every name of a text, first seen first, with whether it is distinctive (a qualified chain, or a word
+    unlike a capitalised prose word): each qualified chain whole (`triton.language.` written `tl.`), then its
+    name-shaped parts."""
+    found: list[tuple[str, bool]] = []
+    for chain in CHAIN.findall(text):
+        if chain.startswith("triton.language."):
+            chain = "tl." + chain[len("triton.language."):]
+        if QUALIFIER.search(chain):
+            found.append((chain, True))
+        found += [(part, _distinctive(part)) for part in QUALIFIER.split(chain) if is_name(part)]
+    return found
 
 
 def query_names(text: str, limit: int = MAX_NAMES) -> list[str]:
-    """The name-shaped words of a query, lower-cased as the index holds them, first seen first."""
-    names = dict.fromkeys(w.lower() for w in WORD.findall(text) if is_name(w))
-    return list(names)[:limit]
+    """The names of a query as the index keys them, distinctive ones first (a capitalised prose word such as
+    `Error` must not push an API out of the `limit`), each group first seen first."""
+    found = names_of(text)
+    ordered = [name for name, distinctive in found if distinctive] + [name for name, distinctive in found
+                                                                      if not distinctive]
+    return list(dict.fromkeys(name_key(name) for name in ordered))[:limit]
 
 
 def name_weights(counts: Sequence[int], items: int, pool: int, common_share: float = COMMON_SHARE) -> list[float]:

@@ -94,6 +94,8 @@ class CommitResult:
     # (credit, utility before, utility after) per item as stored in the credit audit (read back for a repeat):
     # what Memory.episode_credits returns, without another transaction
     stored_credits: dict[int, tuple[float, float, float]] = field(default_factory=dict)
+    # why each experience the database refused was left out (the episode and its credits were recorded)
+    unstored: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)

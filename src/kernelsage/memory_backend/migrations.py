@@ -329,6 +329,36 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
             ks_item_lexemes_of(text, text, text, jsonb), ks_lexemes(text);
         """,
     ),
+    (
+        8,
+        "names as kernel engineers write them: capitalised API words, dotted and qualified names, long ones by hash",
+        r"""
+        -- Single-word APIs (Muls, Exp, Cast) were not names, and `tl.dot` was split into `tl` and `dot`: a third
+        -- of the error texts that name an Ascend or Triton API gained nothing. Names are now any word of at least
+        -- 3 characters with an underscore, a digit or a capital (prose capitals, in many items, weigh nothing:
+        -- hybrid.name_weights), and each dotted or qualified chain as a whole (`triton.language.` written `tl.`).
+        -- A name longer than 128 bytes (a mangled C++ symbol from a linker log) is kept as the SHA-256 of its
+        -- lower-cased text: the B-tree refuses entries over about 2,700 bytes, which lost the episode that wrote it.
+        CREATE FUNCTION ks_name_key(name text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT CASE WHEN octet_length(name) > 128 THEN 'sha256:' || encode(sha256(convert_to(name, 'UTF8')), 'hex')
+                        ELSE name END
+        $$;
+        CREATE OR REPLACE FUNCTION ks_names(doc text) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+            SELECT ARRAY(SELECT DISTINCT ks_name_key(lower(names.n)) FROM (
+                SELECT regexp_replace(m[1], '^triton\.language\.', 'tl.') AS chain
+                FROM regexp_matches(doc, '([A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*)', 'g') AS m
+            ) AS c, LATERAL (
+                SELECT c.chain WHERE c.chain ~ '\.|::'
+                UNION ALL
+                SELECT p FROM regexp_split_to_table(c.chain, '\.|::') AS p WHERE length(p) >= 3 AND p ~ '[_0-9A-Z]'
+            ) AS names(n))
+        $$;
+        TRUNCATE ks_item_names;
+        INSERT INTO ks_item_names (namespace_id, name, item_id)
+            SELECT i.namespace_id, n.name, i.id
+            FROM ks_items i, unnest(ks_item_names_of(i.text, i.evidence, i.code_example, i.metadata)) AS n(name);
+        """,
+    ),
 )
 
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(%s, 0)"

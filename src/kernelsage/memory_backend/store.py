@@ -11,6 +11,7 @@ Every multi-statement change runs in one transaction, so a failure leaves memory
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -21,7 +22,7 @@ import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
-from kernelsage.errors import ReadOnlyMemoryError
+from kernelsage.errors import DatabaseError, ReadOnlyMemoryError
 from kernelsage.memory_backend import (
     consolidation,
     episodes,
@@ -34,7 +35,14 @@ from kernelsage.memory_backend import (
 )
 from kernelsage.memory_backend.candidates import CandidateCaches
 from kernelsage.memory_backend.consolidation import RuleAbstractor
-from kernelsage.memory_backend.database import database_url, open_pool, run_transaction, transaction
+from kernelsage.memory_backend.database import (
+    REFUSED_DATA,
+    database_url,
+    open_pool,
+    refusal,
+    run_transaction,
+    transaction,
+)
 from kernelsage.memory_backend.items import (
     CommitResult,
     ConsolidationResult,
@@ -52,6 +60,8 @@ from kernelsage.memory_backend.transfer import export_namespace, import_namespac
 from kernelsage.memory_backend.validation import MAX_EPISODE_ITEMS, check_count, check_new_items, check_trace
 
 __all__ = ["MAX_DIM", "Memory", "MemoryStore", "RuleAbstractor", "export_namespace", "import_namespace"]
+
+log = logging.getLogger(__name__)
 
 
 class MemoryStore:
@@ -269,14 +279,31 @@ class Memory:
 
     def commit_episode(self, episode: EpisodeTrace, new_items: Sequence[NewItem] = ()) -> CommitResult:
         """Record an episode, apply its credit and store the experiences it produced, in one
-        transaction; idempotent per episode id (a repeat changes nothing and says so)."""
+        transaction; idempotent per episode id (a repeat changes nothing and says so).
+
+        An experience the database refuses (a value or row over one of its limits) is left out, with the
+        reason in the result's `unstored`; the episode and its credits are recorded all the same."""
         self._writable("commit an episode")
         check_trace(episode)
         check_new_items(new_items, MAX_EPISODE_ITEMS)
         vectors = self._embed(new_items)
-        result = run_transaction(self.store.pool, lambda conn: episodes.commit_episode(
-            conn, self.info, self.policy, self.params, episode, new_items, vectors, self.store.token_counter),
-            pipeline=True)
+
+        def commit(isolate_items: bool) -> CommitResult:
+            return run_transaction(self.store.pool, lambda conn: episodes.commit_episode(
+                conn, self.info, self.policy, self.params, episode, new_items, vectors, self.store.token_counter,
+                isolate_items=isolate_items), pipeline=not isolate_items)
+
+        try:
+            result = commit(isolate_items=False)
+        except REFUSED_DATA as exc:
+            if not new_items:
+                raise DatabaseError(f"the database refused episode {episode.episode_id!r} ({refusal(exc)}): "
+                                    "nothing was recorded") from exc
+            # What it refused is most likely in an experience: the episode, its attempts and the credits of
+            # what it showed must not be lost with it. Again, each experience in a savepoint of its own.
+            result = commit(isolate_items=True)
+            log.warning("episode %s recorded; %d of its experiences were refused by the database: %s",
+                        episode.episode_id, len(result.unstored), "; ".join(result.unstored))
         if result.new_item_ids and result.applied:
             self.store.index_builds.request(self.info, added=len(result.new_item_ids))
         return result

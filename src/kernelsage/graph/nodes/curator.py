@@ -167,7 +167,8 @@ def make_curator_node(resources: AgentResources) -> Callable[..., dict[str, Any]
             consolidation = memory.consolidate(abstract_rule=make_rule_abstractor(resources, state))
         update = MemoryUpdate(updated=committed.applied, policy=memory.policy.name,
                               terminal_score=committed.terminal_score, credits=committed.credits,
-                              new_items=committed.new_item_ids, consolidation=consolidation,
+                              new_items=committed.new_item_ids, unstored=committed.unstored,
+                              consolidation=consolidation,
                               adoption=memory.params.adoption, audit=audit)
         return {"memory_update": as_state(update)}
 

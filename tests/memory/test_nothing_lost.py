@@ -1,0 +1,54 @@
+"""Nothing lost, whatever the text: a name past the index's limits is kept by its hash and still found, and an
+experience the database refuses leaves the episode, its attempts and its credits recorded."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernelsage.memory_backend.items import NewItem
+from kernelsage.memory_backend.params import SageParams
+from kernelsage.memory_backend.store import MemoryStore
+from kernelsage.memory_backend.tokens import approx_token_count
+from tests.memory.helpers import commit, episode, seed_items, unit_vectors
+from tests.memory.test_hybrid import Pointing, axis
+
+MANGLED = "_ZN7AscendC" + "".join(f"N{n}Tiling{n}E" for n in range(800))  # 10,000 characters or more
+
+
+def test_a_ten_thousand_character_symbol_is_committed_and_found_by_name(store: MemoryStore, namespace: str) -> None:
+    assert len(MANGLED) >= 10_000
+    memory = store.open(namespace, embeddings=Pointing(), policy="static",
+                        params=SageParams(retrieval="hybrid", pool_size=5, top_k=3))
+    shown = memory.add_items([NewItem(text=f"unrelated lesson {n} about tiling", embedding=axis(1 + n % 6, lean=3.0))
+                              for n in range(12)])
+    lesson = NewItem(text="The linker could not find the tiling struct's template: declare it in op_host",
+                     evidence=f"ld: undefined reference to `{MANGLED}'", embedding=axis(7))
+    result = commit(memory, episode("long-symbol", "add", shown[:2], shown[:1]), [lesson])
+    assert result.applied and len(result.new_item_ids) == 1 and not result.unstored
+    assert {e.item_id for e in memory.load_episode("long-symbol").exposures} == set(shown[:2])
+    query = f"kernel.o: in function `Process': undefined reference to `{MANGLED}'"
+    found = [s.item.id for s in memory.retrieve(query).cold]
+    assert result.new_item_ids[0] in found  # the vectors point away: the name found it
+
+
+def test_an_experience_the_database_refuses_leaves_the_episode_recorded(database_url: str, namespace: str) -> None:
+    # A user's token counter that answers 0 for one text breaks the table's CHECK (tokens > 0): the database
+    # refuses that experience, not the episode that wrote it, nor the other experience beside it.
+    def counter(text: str) -> int:
+        return 0 if "refused" in text else approx_token_count(text)
+
+    with MemoryStore.connect(database_url, token_counter=counter) as store:
+        memory = store.open(namespace, embedding_dim=16)
+        ids = seed_items(memory, unit_vectors(4))
+        vectors = unit_vectors(2, seed=9)
+        lessons = [NewItem(text="this lesson is refused", embedding=vectors[0].tolist()),
+                   NewItem(text="this lesson is kept: vectorise the tail", embedding=vectors[1].tolist())]
+        result = commit(memory, episode("refused", "relu", ids[:3], ids[:1]), lessons)
+        assert result.applied and len(result.new_item_ids) == 1
+        assert len(result.unstored) == 1 and "experience 1" in result.unstored[0] and "23514" in result.unstored[0]
+        assert memory.get_item(result.new_item_ids[0]).text == lessons[1].text
+        assert set(memory.episode_credits("refused")) == set(ids[:3])
+        assert memory.get_item(ids[0]).n_ado == 1  # the adoption was credited
+        again = commit(memory, episode("refused", "relu", ids[:3], ids[:1]), lessons)
+        assert not again.applied and again.new_item_ids == result.new_item_ids  # exactly once, still
+        assert memory.count_items() == 5 and np.isfinite(memory.get_item(ids[0]).utility)
