@@ -25,6 +25,7 @@ INSERT_NAMESPACE = (
 )
 DELETE_NAMESPACE = "DELETE FROM ks_namespaces WHERE name = %s RETURNING id"
 COUNTERS = "SELECT episode_seq, hot_version FROM ks_namespaces WHERE id = %s"
+NAMESPACE_EXISTS = "SELECT EXISTS (SELECT FROM ks_namespaces WHERE id = %s) AS found"
 # The one lock order of every transaction that writes items: first the namespace row (this), then items in id
 # order. NO KEY UPDATE: it serialises the writers of a namespace without blocking the foreign-key checks of
 # retrieval ledgers and exposures, which take KEY SHARE locks.
@@ -136,12 +137,17 @@ LEXICAL_NAME_COUNTS = (
     "LIMIT (SELECT greatest(ceil(t.n * %(share)s)::bigint, %(pool)s) + 1 FROM total t)) AS s) AS df "
     "FROM unnest(%(names)s::text[]) WITH ORDINALITY AS x(name, ord) ORDER BY x.ord"
 )
-# Then the items holding any of the names kept (common ones are left out, so each name read holds few items),
-# ranked by the summed weights (%(weights)s, hybrid.name_weights) of the names each holds, then by id.
+# Then the items holding any of the names kept (common ones are left out, so each name read holds a bounded
+# number of items), ranked by the summed weights (%(weights)s, hybrid.name_weights) of the names each holds,
+# then by id. The ranking reads the names' key alone; only its first rows (the pool, and as many more as the
+# namespace has hot rules, which a policy with hot memory leaves out) are read from ks_items: an API named by
+# a thousand lessons costs a thousand index entries, not a thousand item rows.
 LEXICAL_ITEMS = (
     f"SELECT {_ITEM_COLUMNS_OF_I}, m.rank FROM (SELECT n.item_id, sum(w.weight) AS rank "
     "FROM unnest(%(names)s::text[], %(weights)s::float8[]) AS w(name, weight) "
-    "JOIN ks_item_names n ON n.namespace_id = %(ns)s AND n.name = w.name GROUP BY n.item_id) AS m "
+    "JOIN ks_item_names n ON n.namespace_id = %(ns)s AND n.name = w.name GROUP BY n.item_id "
+    "ORDER BY rank DESC, n.item_id LIMIT %(n)s + CASE WHEN %(exclude)s THEN (SELECT count(*) FROM ks_items h "
+    "WHERE h.namespace_id = %(ns)s AND h.state = 'hot') ELSE 0 END) AS m "
     "JOIN ks_items i ON i.id = m.item_id WHERE NOT (%(exclude)s AND i.state = 'hot') "
     "ORDER BY m.rank DESC, m.item_id LIMIT %(n)s"
 )
@@ -328,6 +334,8 @@ ORPHANED_VECTOR_INDEXES = (
     "WHERE n.id = substring(c.relname FROM '_ns([0-9]+)_l')::bigint)"
 )
 VECTOR_INDEX_LOCK = "SELECT pg_try_advisory_lock(%s, %s) AS locked"
+# The same lock until the transaction ends: a creating transaction's turn to build a one-list index.
+VECTOR_INDEX_XACT_LOCK = "SELECT pg_try_advisory_xact_lock(%s, %s) AS locked"
 VECTOR_INDEX_UNLOCK = "SELECT pg_advisory_unlock(%s, %s)"
 
 
