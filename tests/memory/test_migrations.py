@@ -113,3 +113,30 @@ def test_migration_7_moves_the_names_of_a_database_with_data(empty_database: str
         store.close()
     finally:
         pool.close()
+
+
+def test_migration_8_names_the_items_of_a_database_with_data_as_engineers_write_them(
+        empty_database: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = open_pool(empty_database)
+    try:
+        with monkeypatch.context() as old:  # names by migration 7's rule: `tl.dot` split, `Muls` prose
+            old.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:7])
+            memory = MemoryStore(pool).open("named", embedding_dim=8)
+            texts = ["Use tl.dot for the tile product", "Muls scales the tile by a scalar", "Write it in C"]
+            ids = memory.add_items([NewItem(text=t, embedding=v.tolist())
+                                    for t, v in zip(texts, unit_vectors(3, dim=8, seed=5), strict=True)])
+            with pool.connection() as conn:
+                assert not conn.execute("SELECT 1 FROM ks_item_names WHERE namespace_id = %s",
+                                        (memory.info.id,)).fetchall()
+        store = MemoryStore(pool)
+        with pool.connection() as conn:
+            names = {(r["name"], r["item_id"]) for r in conn.execute(
+                "SELECT name, item_id FROM ks_item_names WHERE namespace_id = %s", (memory.info.id,))}
+        assert names == {("tl.dot", ids[0]), ("use", ids[0]), ("muls", ids[1]), ("write", ids[2])}
+        hybrid = store.open("named", embeddings=Pointing(), policy="static",
+                            params=SageParams(retrieval="hybrid", pool_size=2, top_k=1))
+        assert hybrid.retrieve("CompilationError: triton.language.dot got incompatible shapes").cold[0].item.id == ids[0]
+        assert hybrid.retrieve("error: no matching function for call to 'Muls'").cold[0].item.id == ids[1]
+        store.close()
+    finally:
+        pool.close()
