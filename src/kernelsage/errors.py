@@ -69,3 +69,11 @@ class UnknownTaskError(KernelsageError):
 
 class BackendError(KernelsageError):
     """A kernel backend cannot do its job (unknown backend, missing compiler, worker failure)."""
+
+
+class EmbeddingValueError(EmbeddingDimensionError):
+    """A vector is not one flat sequence of real numbers (text, complex or boolean values, a nested list)."""
+
+
+class QueryError(KernelsageError):
+    """A retrieval query is malformed: its text is not valid Unicode or holds a NUL character."""

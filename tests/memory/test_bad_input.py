@@ -6,9 +6,19 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
+from langgraph.store.base import InvalidNamespaceError
 
-from kernelsage.errors import DatabaseError, EpisodeError, ItemError, TransferFormatError
+from kernelsage.errors import (
+    DatabaseError,
+    EmbeddingValueError,
+    EpisodeError,
+    ItemError,
+    QueryError,
+    TransferFormatError,
+)
+from kernelsage.memory_backend import MemoryStoreView
 from kernelsage.memory_backend.database import database_url, open_pool
 from kernelsage.memory_backend.embedded import embedded_database_url
 from kernelsage.memory_backend.items import NewItem
@@ -16,6 +26,7 @@ from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.records import EpisodeTrace, Exposure, RoundOutcome
 from kernelsage.memory_backend.store import Memory, MemoryStore
 from kernelsage.memory_backend.transfer import export_jsonl, import_jsonl
+from tests.graph.fakes import fake_embeddings
 from tests.memory.helpers import commit, episode, seed_items, unit_vectors
 
 
@@ -87,10 +98,18 @@ def test_a_commit_must_match_what_its_retrievals_showed(store: MemoryStore, name
 @pytest.mark.parametrize(("item", "match"), [
     (NewItem(text="x" * 1_000_000), "limit is 8,000"),
     (NewItem(text="   "), "is empty"),
-    (NewItem(text="a\x00b"), "NUL"),
+    (NewItem(text="a\x00b"), "text of item 1 contains a NUL character at position 1"),
     (NewItem(text="ok", evidence="e" * 100_000), "evidence"),
     (NewItem(text="ok", kind="secret"), "kind"),
     (NewItem(text="ok", metadata={"x": math.nan}), "plain JSON"),
+    (NewItem(text="ok", metadata=["not", "a", "dict"]), "must be a dict"),  # type: ignore[arg-type]
+    (NewItem(text="a\ud800b"), r"text of item 1 contains a lone surrogate '\\ud800' at position 1"),
+    (NewItem(text="ok", evidence="\udfff"), "evidence of item 1 contains a lone surrogate"),
+    (NewItem(text="ok", code_example="x\ud83d"), "code example of item 1 contains a lone surrogate"),
+    (NewItem(text="ok", operator="relu\udc80"), "operator of item 1 contains a lone surrogate"),
+    (NewItem(text="ok", metadata={"notes": ["fine", "x\ud800"]}), r"value at \['notes'\]\[1\] contains a lone"),
+    (NewItem(text="ok", metadata={"a": {"\ud800": 1}}), r"key '\\ud800' under \['a'\] contains a lone"),
+    (NewItem(text="ok", metadata={"a": "xy\x00"}), r"value at \['a'\] contains a NUL character at position 2"),
 ])
 def test_oversized_or_malformed_items_are_refused(store: MemoryStore, namespace: str, item: NewItem,
                                                   match: str) -> None:
@@ -158,3 +177,96 @@ def test_exports_are_checked_whole(store: MemoryStore, namespace: str, tmp_path:
         import_jsonl(store, changed, namespace + "-changed")
     assert store.namespace_info(namespace + "-cut") is None and store.namespace_info(namespace + "-changed") is None
     assert import_jsonl(store, path, namespace + "-copy").episode_seq == 1
+
+
+# An embedding is one flat list of real numbers; each of these raised TypeError or ValueError from numpy, or
+# (nested) a message that contradicted itself ("has dimension 4, but this namespace stores 4-dimensional").
+BAD_EMBEDDINGS = {
+    "a JSON string": ("[0.1, 0.2, 0.3, 0.4]", "is text"),
+    "a short string": ("[0.1, 0.2]", "is text"),
+    "complex values": ([1 + 2j, 0.2, 0.3, 0.4], "holds complex numbers"),
+    "a complex array": (np.array([1j, 0.2, 0.3, 0.4]), "holds complex numbers"),
+    "nested": ([[0.1, 0.2, 0.3, 0.4]], r"is nested \(shape \(1, 4\)\)"),
+    "nested in pairs": ([[0.1, 0.2], [0.3, 0.4]], "is nested"),
+    "ragged": ([[0.1, 0.2], 0.3, 0.4], "holds a nested list at position 0"),
+    "a 2-d array": (np.ones((1, 4)), "is nested"),
+    "numbers as text": (["1", "2", "3", "4"], "holds text"),
+    "true and false": ([True, False, True, True], "holds true/false values"),
+    "a None": ([None, 0.2, 0.3, 0.4], "holds None at position 0"),
+    "a dict": ({"x": 1.0}, "is a dict"),
+}
+
+
+@pytest.mark.parametrize(("vector", "match"), BAD_EMBEDDINGS.values(), ids=BAD_EMBEDDINGS.keys())
+def test_embeddings_that_are_not_flat_lists_of_numbers_are_named(store: MemoryStore, namespace: str,
+                                                                 vector: object, match: str) -> None:
+    memory = store.open(namespace, embedding_dim=4)
+    good = NewItem(text="fine", embedding=[1.0, 0.0, 0.0, 0.0])
+    with pytest.raises(EmbeddingValueError, match="the embedding of item 1 " + match):
+        memory.add_items([good, NewItem(text="bad", embedding=vector)])  # type: ignore[arg-type]
+    assert memory.count_items() == 0
+    with pytest.raises(EmbeddingValueError, match="the embedding of item 0 " + match):
+        memory.commit_episode(episode("e1", "relu", (), ()), [NewItem(text="bad", embedding=vector)])  # type: ignore[arg-type]
+    assert memory.stats()["episodes"] == 0 and memory.count_items() == 0
+    memory.add_items([good])
+    for search in (lambda: memory.retrieve(vector, episode_id="e1", round=1),  # type: ignore[arg-type]
+                   lambda: memory.relevance_pool(vector, size=2)):  # type: ignore[arg-type]
+        if isinstance(vector, str):  # a text query: retrieve embeds it; relevance_pool takes vectors only
+            continue
+        with pytest.raises(EmbeddingValueError, match="the query embedding " + match):
+            search()
+    with pytest.raises(EmbeddingValueError, match="the query embedding is text"):
+        memory.relevance_pool("[1.0, 0.0, 0.0, 0.0]", size=2)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("relu \ud800 kernel", r"contains a lone surrogate '\\ud800' at position 5"),
+    ("relu\x00", "contains a NUL character at position 4"),
+])
+def test_query_texts_must_be_valid_unicode_without_nul(store: MemoryStore, namespace: str, text: str,
+                                                       match: str) -> None:
+    memory = store.open(namespace, embeddings=fake_embeddings())
+    memory.add_items([NewItem(text="Parallelise the outer loop")])
+    with pytest.raises(QueryError, match="the query text " + match):
+        memory.retrieve(text, episode_id="e1", round=1)
+    view = MemoryStoreView(store, embeddings=fake_embeddings())
+    with pytest.raises(QueryError, match="the query text " + match):
+        view.search(tuple(namespace.split("/")), query=text)
+    # nothing was recorded for the refused retrieval: a commit showing nothing is accepted as it stands
+    assert memory.commit_episode(episode("e1", "relu", (), ())).applied
+
+
+def test_the_store_view_names_labels_and_states_the_database_cannot_hold(store: MemoryStore,
+                                                                         namespace: str) -> None:
+    memory = store.open(namespace, embeddings=fake_embeddings())
+    memory.add_items([NewItem(text="Parallelise the outer loop")])
+    view = MemoryStoreView(store, embeddings=fake_embeddings())
+    for label, match in (("a\ud800", "lone surrogate '\\\\ud800' at position 1"), ("a\x00", "NUL")):
+        with pytest.raises(InvalidNamespaceError, match=match):
+            view.search((namespace, label))
+        with pytest.raises(InvalidNamespaceError, match=match):
+            view.get((label,), "1")
+    assert view.search((namespace,), filter={"state": "\ud800"}) == []  # no item is in that state
+    assert len(view.search((namespace,), filter={"state": "cold"})) == 1
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (dict(operator="relu\ud800"), "operator of episode 'e1' contains a lone surrogate"),
+    (dict(episode_id="e\ud800"), "episode id contains a lone surrogate"),
+    (dict(policy="sage\x00"), "policy name contains a NUL character at position 4"),
+    (dict(metadata={"model": "m\ud800"}), r"metadata of episode 'e1': the value at \['model'\] contains a lone"),
+    (dict(level="\ud800"), "level of episode 'e1'"),
+    (dict(level=True), "level of episode 'e1'"),
+    (dict(rounds=(RoundOutcome(round=1, stage="drafting", compiled=True, correct=False),)), "stage 'drafting'"),
+    (dict(rounds=(RoundOutcome(round="1", stage="draft", compiled=True, correct=False),)), "round '1'"),
+])
+def test_episodes_the_database_cannot_hold_are_named(store: MemoryStore, namespace: str, change: dict,
+                                                     match: str) -> None:
+    memory = store.open(namespace, embedding_dim=16)
+    ids = seed_items(memory, unit_vectors(2))
+    before = _unchanged(memory, ids)
+    with pytest.raises(EpisodeError, match=match):
+        memory.commit_episode(replace(episode("e1", "relu", (), ()), **change))
+    with pytest.raises(ItemError, match="text of item 0 contains a lone surrogate"):  # an experience of a commit
+        memory.commit_episode(episode("e1", "relu", (), ()), [NewItem(text="x\ud800", embedding=[1.0] * 16)])
+    assert _unchanged(memory, ids) == before and memory.count_items() == len(ids)

@@ -113,6 +113,7 @@ def test_what_an_aborted_build_leaves_is_removed(store: MemoryStore, namespace: 
 
 def test_a_build_waits_for_another_namespaces_build_and_then_runs(store: MemoryStore, namespace: str) -> None:
     memory = store.open(namespace, embedding_dim=16)
+    store.index_builds.wait()  # its one-list index, made by the opening's check when not at the creation
     with store.pool.connection() as other:  # another process's build under way holds the one build lock
         other.autocommit = True
         assert other.execute(q.VECTOR_INDEX_LOCK, (q.INDEX_LOCK_CLASS, q.INDEX_LOCK_ALL)).fetchone()["locked"]

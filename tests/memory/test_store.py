@@ -121,6 +121,15 @@ def test_read_only_memory_refuses_every_update(store: MemoryStore, namespace: st
         store.open(namespace + "-missing", read_only=True)
 
 
+def test_an_unknown_namespace_is_refused_without_naming_the_others(store: MemoryStore, namespace: str) -> None:
+    store.open(namespace + "-other-team", embedding_dim=16)  # a shared database holds other teams' namespaces
+    with pytest.raises(NamespaceError) as refused:
+        store.open(namespace + "-missing", create=False)
+    message = str(refused.value)
+    assert f"namespace {namespace + '-missing'!r} does not exist" in message
+    assert "kernelsage memory namespaces" in message and "other-team" not in message
+
+
 def test_hot_rules_are_resident_and_never_retrieved_from_cold(store: MemoryStore, namespace: str) -> None:
     params = SageParams(k_ado=1, k_op=1, pool_size=10, top_k=10)
     memory = MemoryStore(store.pool, params=params).open(namespace, embedding_dim=16)

@@ -53,6 +53,7 @@ def manual_analyses(store: MemoryStore) -> list[int]:
 
 def test_small_namespaces_are_searched_exactly_and_large_ones_get_lists(store: MemoryStore, namespace: str) -> None:
     memory = MemoryStore(store.pool, params=SageParams(probes=1)).open(namespace, embedding_dim=16)
+    memory.store.index_builds.wait()  # (made by the opening's check when a build was under way at the creation)
     assert index_names(store, memory.info.id) == [f"ks_item_vectors_ivf_ns{memory.info.id}_l1"]
     vectors = unit_vectors(vector_index.EXACT_BELOW - 1, seed=11)
     ids = np.array(seed_items(memory, vectors))
@@ -76,6 +77,7 @@ def test_a_write_that_calls_for_more_lists_does_not_wait_for_the_build(store: Me
     """The rebuild runs in the background: here it waits for a writer that holds the table, and the write
     that asked for it has returned meanwhile, with searches served by the old index."""
     memory = MemoryStore(store.pool).open(namespace, embedding_dim=16)
+    memory.store.index_builds.wait()  # its one-list index, made by the opening's check when not at the creation
     vectors = unit_vectors(vector_index.EXACT_BELOW, seed=5)
     with store.pool.connection() as blocker:
         blocker.execute("LOCK TABLE ks_item_vectors IN ROW EXCLUSIVE MODE")  # CREATE INDEX CONCURRENTLY waits

@@ -19,9 +19,9 @@ from psycopg.types.json import Jsonb
 from kernelsage.errors import NamespaceError
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo, NewItem
-from kernelsage.memory_backend.namespaces import checked_vector
 from kernelsage.memory_backend.records import ItemStats
 from kernelsage.memory_backend.tokens import TokenCounter
+from kernelsage.memory_backend.vectors import checked_vector
 
 
 def to_item(row: dict[str, Any]) -> MemoryItem:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, get_args
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
@@ -35,9 +35,12 @@ from kernelsage.errors import ConfigurationError, NamespaceError, ReadOnlyMemory
 from kernelsage.memory_backend.embeddings import embedding_name
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo
 from kernelsage.memory_backend.policies import get_policy
+from kernelsage.memory_backend.records import Lifecycle
 from kernelsage.memory_backend.store import Memory, MemoryStore
+from kernelsage.memory_backend.validation import check_query_text, text_problem
 
 SEPARATOR = "/"
+LIFECYCLE_STATES = get_args(Lifecycle)
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "$eq": operator.eq, "$ne": operator.ne, "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
     "$lte": operator.le,
@@ -78,6 +81,9 @@ def _namespace_name(path: Sequence[str]) -> str:
                 f"invalid namespace label {label!r} in {tuple(path)}: kernelsage namespaces are the labels "
                 f"joined by {SEPARATOR!r}, so a label must be a non-empty string without {SEPARATOR!r}"
             )
+        problem = text_problem(label)
+        if problem:  # the name is looked up in PostgreSQL, which cannot take it
+            raise InvalidNamespaceError(f"invalid namespace label {label!r} in {tuple(path)}: it {problem}")
     return SEPARATOR.join(path)
 
 
@@ -149,14 +155,18 @@ class MemoryStoreView(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         _namespace_name(prefix)  # checks the labels
+        if op.query is not None:
+            check_query_text(op.query)
         targets = [n for n in self.store.list_namespaces() if _path(n)[: len(prefix)] == prefix]
         want = op.offset + op.limit
         if want <= 0 or not targets:
             return []
+        state = (op.filter or {}).get("state")  # narrows the scan without a query; _matches still decides
+        if isinstance(state, str) and state not in LIFECYCLE_STATES:
+            return []  # no item is in that state (and the database is not asked about a text it may not hold)
         vector = None
         if op.query:
             vector, targets = self._query_vector(op.query, prefix, targets)
-        state = (op.filter or {}).get("state")  # narrows the scan without a query; _matches still decides
         found: list[Found] = []
         for info in targets:
             memory = self._memory(info)

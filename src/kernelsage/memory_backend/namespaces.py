@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import psycopg
 from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
@@ -14,8 +13,10 @@ from kernelsage.errors import EmbeddingDimensionError, NamespaceError
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.database import run_transaction, transaction
 from kernelsage.memory_backend.embeddings import embedding_name
+from kernelsage.memory_backend.item_rows import embed_items, insert_items
 from kernelsage.memory_backend.items import NamespaceInfo, NewItem
 from kernelsage.memory_backend.tokens import TokenCounter, approx_token_count
+from kernelsage.memory_backend.validation import check_new_items
 
 MAX_DIM = 2000  # pgvector's HNSW limit for `vector`
 
@@ -23,29 +24,6 @@ MAX_DIM = 2000  # pgvector's HNSW limit for `vector`
 def deleted(name: str) -> NamespaceError:
     """The error for a handle whose namespace was deleted while it was open."""
     return NamespaceError(f"namespace {name!r} was deleted")
-
-
-def checked_vector(values: Sequence[float] | np.ndarray, dim: int, what: str) -> np.ndarray:
-    """`values` as a float32 vector, checked against the namespace's dimension and for NaN and infinity."""
-    array = np.asarray(values, dtype=np.float32)
-    if array.ndim != 1 or array.shape[0] != dim:
-        raise EmbeddingDimensionError(
-            f"{what} has dimension {array.shape[-1] if array.ndim else 0}, but this namespace stores "
-            f"{dim}-dimensional embeddings; use the embedding model the namespace was created with"
-        )
-    if not np.all(np.isfinite(array)):
-        raise EmbeddingDimensionError(f"{what} contains NaN or infinite values")
-    # Cosine similarity divides by the length: a zero vector (or one whose squared length pgvector's float32
-    # arithmetic rounds to 0 or infinity) would give NaN relevance, which no commit can record.
-    with np.errstate(over="ignore", under="ignore"):
-        squared = float(np.dot(array, array))
-    if not 0.0 < squared < np.inf:
-        length = float(np.linalg.norm(array.astype(np.float64)))
-        raise EmbeddingDimensionError(
-            f"{what} has length {length:.3g}: cosine similarity needs a vector that is not zero "
-            "(nor so short or long that its squared length leaves float32's range); check the embedding's source"
-        )
-    return array
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,15 +100,21 @@ def _dimension_mismatch(name: str, stored: int, asked: int) -> EmbeddingDimensio
 
 def create_namespace(conn: psycopg.Connection, name: str, *, embedding_dim: int,
                      embedding_model: str) -> NamespaceInfo:
-    """Create a namespace (idempotent when the dimension agrees) and its vector index."""
+    """Create a namespace (idempotent when the dimension agrees), with its vector index when no index build
+    is under way (see `create_if_missing`)."""
     info, _ = create_if_missing(conn, name, embedding_dim=embedding_dim, embedding_model=embedding_model)
     return info
 
 
 def create_if_missing(conn: psycopg.Connection, name: str, *, embedding_dim: int,
                       embedding_model: str) -> tuple[NamespaceInfo, bool]:
-    """The namespace, and whether this transaction created it (then with its vector index). Of several
-    transactions creating one name at once, exactly one gets True: the others wait for it, then find it."""
+    """The namespace, and whether this transaction created it. Of several transactions creating one name at
+    once, exactly one gets True: the others wait for it, then find it.
+
+    The creating transaction builds the namespace's one-list vector index only when it gets the index-build
+    lock at once (`_index_turn`); otherwise the namespace starts without one, is searched exactly all the
+    same (by reading the vectors table), and the check `vector_index.maintain` makes at its opening and
+    after its writes builds the index in its turn."""
     if not name or len(name) > 200 or "\x00" in name:
         raise NamespaceError("a namespace name must be 1 to 200 characters long, without NUL characters")
     if not 1 <= embedding_dim <= MAX_DIM:
@@ -140,14 +124,28 @@ def create_if_missing(conn: psycopg.Connection, name: str, *, embedding_dim: int
     assert info is not None
     if info.embedding_dim != embedding_dim:
         raise _dimension_mismatch(name, info.embedding_dim, embedding_dim)
-    if created:
+    if created and _index_turn(conn):
         conn.execute(q.create_vector_index(info.id, embedding_dim))
     return info, created
 
 
+def _index_turn(conn: psycopg.Connection) -> bool:
+    """Whether the transaction now holds the index-build lock (until it ends); never waits for it.
+
+    The plain CREATE INDEX of a creating transaction waits for every CREATE or DROP INDEX CONCURRENTLY on the
+    shared vectors table, and such a build waits in turn for every transaction that could see the table: a
+    creator that met a build under way closed a cycle that the server broke as a deadlock (4 to 23 in a run
+    of tests/memory/test_namespace_churn.py). Those builds and drops run only under
+    this lock (`vector_index._build_lock`), so while a creator holds it none is under way, and none starts
+    before the creator commits.
+    """
+    return conn.execute(q.VECTOR_INDEX_XACT_LOCK, (q.INDEX_LOCK_CLASS, q.INDEX_LOCK_ALL)).fetchone()["locked"]
+
+
 def delete_namespace(conn: psycopg.Connection, name: str) -> bool:
     """Delete a namespace with everything in it; False when there was none of that name. Its vector
-    indexes stay until `vector_index.drop_orphaned` drops them (they index no rows meanwhile)."""
+    indexes stay until `vector_index.drop_orphaned` drops them in its turn (they index no rows meanwhile):
+    the transaction takes no lock on the shared vectors table that a concurrent build could wait for."""
     return conn.execute(q.DELETE_NAMESPACE, (name,)).fetchone() is not None
 
 
@@ -161,20 +159,17 @@ def resolve(pool: ConnectionPool, name: str, *, embeddings: Embeddings | None, e
     (by whichever concurrent opener creates it, and only by that one)."""
     with transaction(pool) as conn:
         info = namespace_info(conn, name)
-        known = [n.name for n in list_namespaces(conn)] if info is None and not create else []
     model = embedding_name(embeddings) if embeddings is not None else "precomputed"
     if info is None:
-        if not create:
-            raise NamespaceError(f"namespace {name!r} does not exist (known: {', '.join(known) or 'none'})")
+        if not create:  # other namespaces are not named: in a shared database they can be other teams'
+            raise NamespaceError(f"namespace {name!r} does not exist; `kernelsage memory namespaces` lists those "
+                                 "that do")
         if embedding_dim is None:
             if embeddings is None:
                 raise NamespaceError(f"creating namespace {name!r} needs embeddings or an embedding_dim")
             embedding_dim = len(embeddings.embed_query("kernelsage dimension probe"))
         items = list(seed()) if seed is not None else []
         if items:
-            from kernelsage.memory_backend.item_rows import embed_items, insert_items
-            from kernelsage.memory_backend.validation import check_new_items
-
             check_new_items(items)
             vectors = embed_items(items, embeddings, embedding_dim)
 

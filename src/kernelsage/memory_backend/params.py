@@ -46,9 +46,9 @@ class SageParams:
     # at 0.97-1.0 from 100K items (320 lists, 3 probes) to 1M (1,920 lists, 16 probes), p50 2.5-14 ms on 2
     # cores (bench/memory_bench.py, docs/memory.md); namespaces under 5,000 items are searched exactly.
     probes: int = 0
-    # Near-duplicate experiences (reconstruction): a new experience merges into a stored one of the same
-    # operator family when their texts are identical or their embeddings' cosine similarity reaches this
-    # (dedup.py, docs/memory.md). 1.0 merges only identical vectors (and identical texts).
+    # Near-duplicate experiences (reconstruction): a new experience merges into a stored one with the same
+    # text (any operator family), or of the same operator family whose embedding's cosine similarity reaches
+    # this (dedup.py, docs/memory.md). 1.0 merges only identical vectors (and identical texts).
     merge_similarity: float = 0.97
     # Hybrid retrieval (reconstruction): "vector" takes the relevance pool by cosine similarity alone; "hybrid"
     # also takes one by the names the query text holds (identifiers such as DataCopyPad or _mm256_fmadd_ps,

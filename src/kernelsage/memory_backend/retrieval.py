@@ -16,10 +16,12 @@ from kernelsage.memory_backend import hybrid, item_rows, ledger, vector_index
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.database import run_transaction
 from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo, Retrieval, ShownItem
-from kernelsage.memory_backend.namespaces import checked_vector, send_counters
+from kernelsage.memory_backend.namespaces import send_counters
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.policies import MemoryPolicy
 from kernelsage.memory_backend.records import PoolEntry, Stage
+from kernelsage.memory_backend.validation import check_embedding, check_query_text
+from kernelsage.memory_backend.vectors import checked_vector
 
 Query = str | Sequence[float] | np.ndarray
 
@@ -39,6 +41,7 @@ def relevance_pool(conn: psycopg.Connection, info: NamespaceInfo, query: Sequenc
     memory show anyway; the search then reads further lists when the filter would leave fewer rows than
     asked for.
     """
+    check_embedding(query, "the query embedding")
     vector = checked_vector(query, info.embedding_dim, "the query embedding")
     if probes == 0:
         probes = vector_index.probes_for(vector_index.current_lists(conn, info.id))
@@ -78,10 +81,14 @@ def retrieve(pool: ConnectionPool, info: NamespaceInfo, policy: MemoryPolicy, pa
     the index's lists; the search; the ledger's writes with the COMMIT.
     """
     text = query if isinstance(query, str) else None
-    if policy.retrieves and isinstance(query, str):
+    if text is not None:
+        check_query_text(text)
+    if policy.retrieves and text is not None:
         if embeddings is None:
             raise NamespaceError("a text query needs the memory to be opened with embeddings")
-        query = embeddings.embed_query(query)
+        query = embeddings.embed_query(text)
+    if policy.retrieves:
+        check_embedding(query, "the query embedding")
     vector = checked_vector(query, info.embedding_dim, "the query embedding") if policy.retrieves else None
     if episode is not None:
         ledger.check_round(*episode)

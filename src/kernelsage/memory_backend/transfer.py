@@ -8,10 +8,11 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
 
 from kernelsage.errors import KernelsageError, NamespaceError, TransferFormatError
 from kernelsage.memory_backend import item_rows, vector_index
@@ -19,15 +20,19 @@ from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.database import transaction
 from kernelsage.memory_backend.items import NamespaceInfo
 from kernelsage.memory_backend.namespaces import (
-    checked_vector,
     create_namespace,
     current_info,
     delete_namespace,
     namespace_info,
 )
+from kernelsage.memory_backend.vectors import checked_vector
 
-if TYPE_CHECKING:
-    from kernelsage.memory_backend.store import MemoryStore
+
+class MemoryStore(Protocol):
+    """What export and import use of a store.MemoryStore, which imports this module: its pool and index builds."""
+
+    pool: ConnectionPool
+    index_builds: vector_index.IndexBuilds
 
 FORMAT = "kernelsage-memory"
 FORMAT_VERSION = 2  # v2 ends with an "end" record: counts per record type and a SHA-256 of every line before it

@@ -145,7 +145,9 @@ def _build_lock(conn: psycopg.Connection, stop: threading.Event | None) -> Itera
     and two CREATE INDEX CONCURRENTLY on one table deadlock (each waits for the other's snapshot; on
     indexes with an expression or a predicate PostgreSQL cannot tell that they need not). The lock is
     asked for by polling with pg_try_advisory_lock, never by waiting inside a statement: a waiting
-    statement holds a snapshot, which the build under way would wait for in turn.
+    statement holds a snapshot, which the build under way would wait for in turn. A transaction creating a
+    namespace builds its one-list index only while it holds the same lock (`namespaces.create_if_missing`):
+    its plain CREATE INDEX and a concurrent build would wait for each other.
     """
     stop = stop or threading.Event()
     while not conn.execute(q.VECTOR_INDEX_LOCK, (q.INDEX_LOCK_CLASS, q.INDEX_LOCK_ALL)).fetchone()["locked"]:
@@ -242,9 +244,12 @@ class IndexBuilds:
 def _maintain(pool: ConnectionPool, info: NamespaceInfo, stop: threading.Event | None,
               seen: Callable[[int, int | None], None]) -> int | None:
     with pool.connection() as conn:
+        exists = _exists(conn, info)
         rows = conn.execute(q.COUNT_VECTORS, (info.id,)).fetchone()["n"]
         indexes = _indexes(conn, info.id)
         conn.rollback()
+        if not exists:
+            return None
         current = max((r["lists"] for r in indexes if r["valid"]), default=None)
         if not needs_rebuild(current, rows) and not _leftovers(indexes):
             seen(rows, current)
@@ -254,7 +259,16 @@ def _maintain(pool: ConnectionPool, info: NamespaceInfo, stop: threading.Event |
             return _rebuild(conn, info, seen) if locked else None
 
 
+def _exists(conn: psycopg.Connection, info: NamespaceInfo) -> bool:
+    """Whether the namespace still exists: a deleted one's indexes are `drop_orphaned`'s, and a build for it
+    would only leave one more behind (checked again in the build's turn, before which its deleter's drop
+    waits: an index built for a namespace deleted meanwhile is dropped in the turn after)."""
+    return conn.execute(q.NAMESPACE_EXISTS, (info.id,)).fetchone()["found"]
+
+
 def _rebuild(conn: psycopg.Connection, info: NamespaceInfo, seen: Callable[[int, int | None], None]) -> int | None:
+    if not _exists(conn, info):
+        return None
     for name in _leftovers(_indexes(conn, info.id)):  # left by a build or a drop that was cut short
         conn.execute(q.drop_index_concurrently(name))
     rows = conn.execute(q.COUNT_VECTORS, (info.id,)).fetchone()["n"]
