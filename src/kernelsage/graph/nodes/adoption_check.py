@@ -2,6 +2,9 @@
 
 The checks (`kernelsage.graph.adoption_audit`) are kept in the episode's memory update whatever the run's
 setting; with `SageParams.adoption = "audited"` the curator credits only the evidenced ones (`audited_trace`).
+Each round's code is compared with the previous candidate of the episode only, never with the prompt's
+contract or the task's description: newly using what the contract names is still following the item. C and C++
+are read through the backend's own preprocessor (`preprocessor_for`).
 """
 
 from __future__ import annotations
@@ -10,19 +13,19 @@ from dataclasses import replace
 from typing import Any
 
 from kernelsage.errors import KernelsageError
-from kernelsage.graph.adoption_audit import AdoptionCheck, Code, Cues, Round, audit_episode, item_cues
-from kernelsage.graph.nodes.contract import kernel_contract, task_interface
+from kernelsage.graph.adoption_audit import (
+    AdoptionCheck,
+    Cues,
+    Round,
+    audit_episode,
+    item_cues,
+    preprocessor_for,
+)
 from kernelsage.graph.state import EpisodeState, attempts
 from kernelsage.memory_backend.records import EpisodeTrace
 
 NOT_EVIDENCED = "[audit: declared adopted, no evidence in the code] "
 MAX_RATIONALE = 2_000  # validation's limit on a rationale
-
-
-def baseline(task: Any, backend: str | Any) -> Code:
-    """What every writing prompt shows whatever the memory says: its names are no evidence of an item."""
-    text = "\n".join([task.description, task_interface(task), kernel_contract(backend)])
-    return Code.of({"baseline.txt": text}, comments=True)
 
 
 def check_adoptions(state: EpisodeState, memory: Any, task: Any, backend: str | Any) -> list[AdoptionCheck]:
@@ -39,7 +42,7 @@ def check_adoptions(state: EpisodeState, memory: Any, task: Any, backend: str | 
         except KernelsageError:
             continue
         cues[item_id] = item_cues([item.text, item.rule_text or ""], item.code_example)
-    return audit_episode(rounds, cues, baseline=baseline(task, backend))
+    return audit_episode(rounds, cues, preprocessor=preprocessor_for(backend))
 
 
 def audited_trace(trace: EpisodeTrace, checks: list[AdoptionCheck]) -> EpisodeTrace:
