@@ -90,7 +90,8 @@ def test_the_offline_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert {(n["run_id"], n["policy"]) for n in listed} >= {("demo", "sage")}
     stats = _kernelsage("memory", "stats", "--db", "demo/db", "--run", "demo", "--json", env=env, cwd=tmp_path)
     assert json.loads(stats.stdout)["episodes"] == 6 and json.loads(stats.stdout)["by_state"]["hot"] >= 1
-    assert "kernelsage memory stats --db demo/db --run demo" in payload["inspect"]
+    # begun as this kernelsage was started (here `<python> -m kernelsage`), so that they paste as printed
+    assert any(c.endswith("kernelsage memory stats --db demo/db --run demo") for c in payload["inspect"])
     # A report written again from the run directory keeps the banner and the hot rules.
     again = _kernelsage("report", "demo", env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr

@@ -1,5 +1,5 @@
-"""Ctrl-C on the driver of `compare --ray local`: the streams stop with the cluster, and the command names the
---run-id that resumes the run. The model is a local OpenAI-compatible TEST DOUBLE (tests.scale.helpers)."""
+"""Ctrl-C or SIGTERM on the driver of `compare --ray local`: the streams stop with the cluster, and the command
+names the --run-id that resumes the run; off a terminal, the driver said each stream's progress as it went. The model is a local OpenAI-compatible TEST DOUBLE (tests.scale.helpers)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from tests.scale.helpers import InFlight, compare_args, env, order_file, stream_
 pytestmark = pytest.mark.slow
 
 
-def test_ctrl_c_stops_the_streams_and_names_the_run_id(database_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])  # ray.init's own SIGTERM handler is undone
+def test_ctrl_c_stops_the_streams_and_names_the_run_id(database_url: str, tmp_path: Path,
+                                                       stop: signal.Signals) -> None:
     run_id, calls = f"int-{uuid.uuid4().hex[:6]}", InFlight()
     with serve([calls.behaviour(2.0)]) as server:
         driver = subprocess.Popen(
@@ -29,10 +31,11 @@ def test_ctrl_c_stops_the_streams_and_names_the_run_id(database_url: str, tmp_pa
         while calls.total < 1 and time.monotonic() < deadline:  # the streams are under way
             time.sleep(0.1)
         assert calls.total >= 1 and stream_workers(driver.pid)
-        driver.send_signal(signal.SIGINT)
+        driver.send_signal(stop)
         _, err = driver.communicate(timeout=60)
         assert driver.returncode == 130, err[-2000:]
         assert f"kernelsage compare --run-id {run_id}" in err
+        assert " progress: " in err  # stderr is a pipe: the board's changes were lines (kernelsage.cli.run_log)
         gone = time.monotonic() + 30  # workers notice their raylet is gone in their own time
         while stream_workers() and time.monotonic() < gone:
             time.sleep(0.2)

@@ -9,11 +9,14 @@ from rich.markup import escape
 
 from kernelsage.cli.common import JsonOption, console, err_console, print_json
 from kernelsage.cli.interrupt import interruptible
+from kernelsage.cli.invocation import program
+from kernelsage.cli.run_log import LogFormatOption, event_lines
 from kernelsage.errors import CassetteMissError, ConfigurationError
 
 
 def demo(
     out: Path = typer.Option(Path("runs/demo"), "--out", help="Where the records and the report go."),
+    log_format: str | None = LogFormatOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Six operators across three levels on the CPU backend, with a fresh embedded database kept in
@@ -34,12 +37,13 @@ def demo(
         shown.print(f"[yellow]this machine's results differ from the recording's here; the replay answers with "
                     f"the nearest recorded answer.[/] {escape(difference)}", highlight=False)
 
-    stopped = (f"interrupted: the demo stopped; what it wrote is in {out} and `kernelsage demo` starts it again "
-               "from a fresh memory")
+    started_by = program()
+    stopped = (f"interrupted: the demo stopped; what it wrote is in {out} and `{started_by} demo` starts it "
+               "again from a fresh memory")
     try:
-        with interruptible(lambda: stopped):
+        with interruptible(lambda: stopped), event_lines(log_format, terminal=shown.is_terminal):
             result = run_demo(model=ReplayChatModel(path=path, on_divergence=diverged), out_dir=out,
-                              console=shown, divergences=divergences)
+                              console=shown, divergences=divergences, program=started_by)
     except CassetteMissError as exc:
         raise CassetteMissError(
             f"{exc} — the prompts of this version differ from the recording (a different compiler can change "

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from kernelsage.cli.common import EXIT_FAILED, JsonOption, console, err_console, new_table, print_json, say
+from kernelsage.cli.invocation import program
 from kernelsage.cli.task_options import (
     MemoryLimitOption,
     ShapeBudgetOption,
@@ -19,11 +20,26 @@ from kernelsage.cli.task_options import (
 from kernelsage.errors import ConfigurationError
 
 
+def check_source_file(source: Path) -> None:
+    """Refuse a `--source` that is not a readable file, saying what it is instead: a directory (of kernels,
+    which `eval` scores) or nothing at all."""
+    if source.is_dir():
+        raise ConfigurationError(f"{source} is a directory, not a source file: give the kernel's file (e.g. "
+                                 f"{source}/kernel.cpp), or score a directory of kernels with `{program()} eval "
+                                 f"{source}`")
+    if not source.exists():
+        raise ConfigurationError(f"{source}: no such source file")
+    if not source.is_file():
+        raise ConfigurationError(f"{source} is not a regular file: give the kernel's source file")
+
+
 def kernel_files(directory: Path, candidate_files: tuple[str, ...]) -> dict[str, dict[str, str]]:
     """Kernels by task id, in a tree that mirrors the ids (`level1/1_Scaled_Tanh.cpp` for the task
     `level1/1_Scaled_Tanh`): `<task_id>.<ext>` for one-file backends, or a `<task_id>/` folder of files."""
     if not directory.is_dir():
-        raise ConfigurationError(f"{directory} is not a directory of kernels")
+        what = "it is a file" if directory.is_file() else "it does not exist"
+        raise ConfigurationError(f"{directory} is not a directory ({what}): give a directory of kernels named by "
+                                 f"task id (to check one kernel file: `{program()} check --task ID --source FILE`)")
     found: dict[str, dict[str, str]] = {}
     suffix = Path(candidate_files[0]).suffix
     for path in sorted(directory.rglob("*")):

@@ -1,4 +1,7 @@
-"""Ctrl-C during a run: stop within seconds, and say what was kept and how to go on.
+"""Ctrl-C or SIGTERM during a run: stop within seconds, and say what was kept and how to go on.
+
+SIGTERM (what `kill`, `timeout`, systemd, Docker and CI send) is handled as Ctrl-C is: the same line, the
+same exit code (130, EXIT_INTERRUPTED), so a run stopped by a supervisor says how to resume it too.
 
 Python raises KeyboardInterrupt only when the main thread next runs Python code, and the unwinding that
 follows may wait on work that cannot be interrupted (a model call in flight in a worker thread, a native
@@ -22,14 +25,16 @@ from pathlib import Path
 import typer
 
 from kernelsage.cli.common import EXIT_INTERRUPTED, err_console, say
+from kernelsage.cli.invocation import program
 
 GRACE_S = 3.0  # seconds the normal unwinding gets before the watchdog ends the process
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # both stop a run the same way
 
 
 def interrupted_message(run_dir: Path, run_id: str, command: str) -> str:
     """What an interrupted run leaves, in one line: the finished episodes and where, or that nothing was
     written yet; and the command that goes on from there."""
-    resume = f"resume with `kernelsage {command} --run-id {run_id}` and the same options"
+    resume = f"resume with `{program()} {command} --run-id {run_id}` and the same options"
     episodes = _recorded_episodes(run_dir)
     if episodes:
         return f"interrupted: {episodes} finished episodes are kept in {run_dir}; {resume}"
@@ -58,11 +63,13 @@ class _Watchdog:
         self.signals = 0
 
     def say_once(self) -> None:
+        # Said under the lock: the watchdog's give_up waits for a line the main thread is printing instead of
+        # ending the process in the middle of it (seen: a second signal left stderr empty).
         with self.lock:
             if self.said:
                 return
             self.said = True
-        say(self.message(), to=err_console)
+            say(self.message(), to=err_console)
 
     def watch(self, wakeup: socket.socket) -> None:
         while True:
@@ -72,9 +79,10 @@ class _Watchdog:
                 return  # the block ended and closed the socket
             if not data:
                 return
-            if signal.SIGINT not in data:
+            stops = sum(data.count(number) for number in STOP_SIGNALS)
+            if not stops:
                 continue
-            self.signals += data.count(signal.SIGINT)
+            self.signals += stops
             timer = threading.Timer(0 if self.signals > 1 else self.grace_s, self.give_up)
             timer.daemon = True
             timer.start()
@@ -89,15 +97,16 @@ class _Watchdog:
 
 @contextmanager
 def interruptible(message: Callable[[], str], *, grace_s: float = GRACE_S) -> Iterator[None]:
-    """Within the block, Ctrl-C prints `message()` once on stderr and exits 130: through the normal unwinding
-    when it is quick, else after `grace_s` seconds; a second Ctrl-C ends the process at once."""
+    """Within the block, Ctrl-C or SIGTERM prints `message()` once on stderr and exits 130: through the normal
+    unwinding when it is quick, else after `grace_s` seconds; a second signal ends the process at once."""
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         yield
         return
     watchdog = _Watchdog(message, grace_s)
     reader, writer = socket.socketpair()
     writer.setblocking(False)
-    previous_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # default_int_handler raises KeyboardInterrupt whichever signal it handles: SIGTERM unwinds as Ctrl-C does
+    previous_handlers = {number: signal.signal(number, signal.default_int_handler) for number in STOP_SIGNALS}
     previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
     threading.Thread(target=watchdog.watch, args=(reader,), daemon=True, name="ctrl-c-watchdog").start()
     try:
@@ -107,7 +116,8 @@ def interruptible(message: Callable[[], str], *, grace_s: float = GRACE_S) -> It
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         signal.set_wakeup_fd(previous_fd)
-        signal.signal(signal.SIGINT, previous_handler)
+        for number, handler in previous_handlers.items():
+            signal.signal(number, handler)
         writer.close()
         with suppress(OSError):
             reader.shutdown(socket.SHUT_RDWR)  # wakes the watchdog's recv, which then returns

@@ -6,7 +6,7 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -21,9 +21,10 @@ from kernelsage.cli.common import (
     say,
 )
 from kernelsage.errors import ConfigurationError, NamespaceError
-from kernelsage.memory_backend.items import MemoryItem
-from kernelsage.memory_backend.namespaces import namespaces_of_run, parse_run_namespace
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
+
+if TYPE_CHECKING:
+    from kernelsage.memory_backend.items import MemoryItem
 
 ParamOption = typer.Option(
     [], "--param", "-p", envvar="KERNELSAGE_PARAMS",
@@ -54,6 +55,8 @@ def _resolve(store: Any, namespace: str | None, run: str | None, policy: str | N
         return namespace or os.environ.get("KERNELSAGE_NAMESPACE", DEFAULT_NAMESPACE)
     if namespace is not None:
         raise ConfigurationError(f"-n {namespace!r} and --run {run!r} both name a namespace: give one of them")
+    from kernelsage.memory_backend.namespaces import namespaces_of_run, parse_run_namespace
+
     names = [info.name for info in store.list_namespaces()]
     found = namespaces_of_run(names, run, policy)
     if len(found) == 1:
@@ -132,6 +135,8 @@ def _stats_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
 @memory_app.command("namespaces")
 def namespaces(db: str | None = DatabaseOption, as_json: bool = JsonOption) -> None:
     """List the namespaces in the database, with the run and policy each one learned in."""
+    from kernelsage.memory_backend.namespaces import parse_run_namespace
+
     with open_store(db) as store:
         infos = store.list_namespaces()
     rows = [(info, parse_run_namespace(info.name)) for info in infos]
@@ -262,6 +267,8 @@ def delete(
 ) -> None:
     """Delete namespaces with everything in them (items, episodes, statistics). A run's records under
     runs/<run id> stay; rerun with a new run id afterwards."""
+    from kernelsage.memory_backend.namespaces import namespaces_of_run
+
     with open_store(db) as store:
         known = [info.name for info in store.list_namespaces()]
         chosen = list(dict.fromkeys([*(names or []), *(namespaces_of_run(known, run) if run else [])]))

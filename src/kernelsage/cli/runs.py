@@ -11,6 +11,7 @@ from rich.table import Table
 
 from kernelsage.cli.common import EXIT_FAILED, JsonOption, console, err_console, new_table, print_json, say
 from kernelsage.cli.interrupt import interrupted_message, interruptible
+from kernelsage.cli.invocation import program
 from kernelsage.cli.preflight import (
     check_frozen_memory,
     check_model_spec,
@@ -18,6 +19,13 @@ from kernelsage.cli.preflight import (
     check_policies,
     check_suite,
     check_writable,
+)
+from kernelsage.cli.run_log import (
+    LogFormatOption,
+    check_log_format,
+    episode_finished,
+    event_lines,
+    run_started,
 )
 from kernelsage.cli.scale_options import (
     EvalSlotsOption,
@@ -54,14 +62,21 @@ AdoptionOption = typer.Option(
 
 
 def _stream_command(command: str, *, as_json: bool, run_id: str | None, run_dir: Path | None,
-                    scale: ScaleOptions, **options: Any) -> None:
+                    scale: ScaleOptions, log_format: str | None = None, **options: Any) -> None:
     """`run` and `compare`: check the arguments, run, write the records and the report, and end non-zero with
-    one line when the model failed or no round produced code (after everything is written)."""
+    one line when the model failed or no round produced code (after everything is written). Where no live
+    board can be drawn, every event is a line on stderr (kernelsage.cli.run_log)."""
     run_id = run_id or dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = run_dir or Path("runs") / run_id
+    check_log_format(log_format)
     target = scale.target()  # before anything heavy: a bad --ray or a missing extra is refused at once
-    with interruptible(lambda: interrupted_message(run_dir, run_id, command)):
+    with interruptible(lambda: interrupted_message(run_dir, run_id, command)), \
+            event_lines(log_format, terminal=err_console.is_terminal):
         experiment, chat_model = _experiment(run_id=run_id, run_dir=run_dir, **options)
+        from kernelsage.graph.runner_events import emit
+
+        emit(run_started(command=command, run_id=run_id, run_dir=str(run_dir), policies=experiment.policies,
+                         model=experiment.model))
         results = _execute(experiment, chat_model, target, scale)
         problem = _finish(experiment, results, as_json)
     if problem:
@@ -118,11 +133,18 @@ def _execute(experiment: Any, chat_model: Any, target: Any = None,
     still hands back its records (run.json says why it stopped), and a replay that misses says what a
     recording replays."""
     from kernelsage.evals.experiment import ExperimentStopped, run_experiment
+    from kernelsage.evals.stream import read_done
+    from kernelsage.graph.runner_events import emit
+
+    earlier = {p: set(read_done(experiment.records_path(p))) for p in experiment.policies}  # a resumed run's
+
+    def finished(policy: str, record: Any) -> None:
+        emit(episode_finished(policy, record, kept=record.episode_id in earlier[policy]))
 
     try:
         if target is not None and scale is not None:
             return _execute_on_ray(experiment, chat_model, target, scale)
-        return run_experiment(experiment, model=chat_model, console=err_console)
+        return run_experiment(experiment, model=chat_model, console=err_console, on_record=finished)
     except ExperimentStopped as stopped:
         return stopped.results
     except CassetteMissError as exc:
@@ -213,7 +235,7 @@ def _finish(experiment, results, as_json: bool) -> str | None:
         say(metadata.report_notes()[-1])
     say(f"report: {paths.html}\nrecords: {experiment.run_dir}/<policy>.jsonl")
     say(f"memory: learned in {', '.join(namespaces.values())}")
-    say(f"inspect it: kernelsage memory stats --run {experiment.run_id}"
+    say(f"inspect it: {program()} memory stats --run {experiment.run_id}"
         + (" --policy POLICY" if len(namespaces) > 1 else ""))
     return problem
 
@@ -245,11 +267,12 @@ def run(
     ray_cpus: int | None = RayCpusOption,
     eval_slots: int = EvalSlotsOption,
     max_model_calls: int | None = MaxModelCallsOption,
+    log_format: str | None = LogFormatOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run a task stream: one episode per operator, the memory learning as it goes."""
     with exported_settings(shape_budget, memory_limit, time_limit, tolerance):
-        _stream_command("run", as_json=as_json, policies=[policy], model=model, suite=suite,
+        _stream_command("run", as_json=as_json, log_format=log_format, policies=[policy], model=model, suite=suite,
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
                         budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
                         frozen_memory=frozen_memory, top_k=top_k, params=param, adoption=adoption,
@@ -283,6 +306,7 @@ def compare(
     ray_cpus: int | None = RayCpusOption,
     eval_slots: int = EvalSlotsOption,
     max_model_calls: int | None = MaxModelCallsOption,
+    log_format: str | None = LogFormatOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run several memory policies on the same stream, model, backend and budget; one table."""
@@ -290,7 +314,7 @@ def compare(
     if len(chosen) < 1:
         raise ConfigurationError("--policies needs at least one policy")
     with exported_settings(shape_budget, memory_limit, time_limit, tolerance):
-        _stream_command("compare", as_json=as_json, policies=chosen, model=model, suite=suite,
+        _stream_command("compare", as_json=as_json, log_format=log_format, policies=chosen, model=model, suite=suite,
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
                         budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
                         frozen_memory=frozen_memory, top_k=top_k, params=param, adoption=adoption,

@@ -38,29 +38,31 @@ def list_tasks(
     as_json: bool = JsonOption,
 ) -> None:
     """List the tasks of a suite (task files that fail to load are reported and skipped)."""
-    from kernelsage.tasks.loaders import load_suite
+    from kernelsage.cli.task_listing import builtin_listing, suite_listing
 
-    report = load_suite(suite, format, shape_budget=shape_budget)
-    tasks = [task for task in report.tasks if level is None or task.level == level]
+    if suite == "builtin" and format in ("auto", "suite"):
+        listing = builtin_listing(format, shape_budget)  # cached: no torch until a task file changes
+    else:
+        from kernelsage.tasks.loaders import load_suite
+
+        listing = suite_listing(load_suite(suite, format, shape_budget=shape_budget))
+    tasks = [task for task in listing["tasks"] if level is None or task["level"] == level]
     if as_json:
-        print_json({"tasks": [task.summary() for task in tasks],
-                    "problems": [{"path": p.path, "message": p.message} for p in report.problems],
-                    "tracks": [track.to_dict() for track in report.tracks]})
+        print_json({**listing, "tasks": tasks})
         return
     table = Table(title=f"{len(tasks)} tasks ({suite})")
     for column in ("id", "level", "category", "cases", "description"):
         table.add_column(column, overflow="fold", max_width=70 if column == "description" else None)
     for task in tasks:
-        summary = task.summary()
-        table.add_row(escape(task.id), str(task.level), escape(task.category), str(len(task.cases)),
-                      escape(summary["description"]))
+        table.add_row(escape(task["id"]), str(task["level"]), escape(task["category"]), str(len(task["cases"])),
+                      escape(task["description"]))
     console.print(table)
-    if report.tracks:
+    if listing["tracks"]:
         console.print("tracks of this checkout: " + ", ".join(
-            track.language + (f" (--backend {track.backend})" if track.backend else "") for track in report.tracks),
-            highlight=False)
-    for problem in report.problems:
-        err_console.print(f"[yellow]skipped:[/] {escape(problem.message)}", highlight=False)
+            track["language"] + (f" (--backend {track['backend']})" if track["backend"] else "")
+            for track in listing["tracks"]), highlight=False)
+    for problem in listing["problems"]:
+        err_console.print(f"[yellow]skipped:[/] {escape(problem['message'])}", highlight=False)
 
 
 @tasks_app.command("show")
@@ -145,13 +147,13 @@ def check(
 ) -> None:
     """Compile, verify and (when correct) profile one candidate, exactly as `eval` and the agent do; exit code 0
     only when it is correct (verified, and its profiled output correct)."""
+    from kernelsage.cli.evaluate import check_source_file
     from kernelsage.tasks.loaders import find_task, load_suite
     from kernelsage.tasks.loaders.tracks import track_for, track_note
     from kernelsage.tools import get_backend
     from kernelsage.tools.evaluator import evaluate_candidate
 
-    if not source.is_file():
-        raise ConfigurationError(f"{source}: no such source file")
+    check_source_file(source)
     loaded = load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id])
     task = find_task(loaded, task_id)  # only this task is loaded and scaled
     note = track_note(loaded.tracks, task.origin.format if task.origin else format, backend_name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -94,20 +95,21 @@ def fresh_database(directory: Path) -> Path:
     return directory
 
 
-def inspect_commands(out_dir: Path) -> list[str]:
-    """How to look at what the demo learned, as commands that work as written."""
-    db = (out_dir / DATABASE).as_posix()
-    return [f"kernelsage memory namespaces --db {db}",
-            f"kernelsage memory stats --db {db} --run {RUN_ID}",
-            f"kernelsage memory hot --db {db} --run {RUN_ID}",
-            f"kernelsage memory show --db {db} --run {RUN_ID}"]
+def inspect_commands(out_dir: Path, program: str = "kernelsage") -> list[str]:
+    """How to look at what the demo learned, as commands that work as written; `program` is how kernelsage
+    was started (`.venv/bin/kernelsage` after `make demo`, which is not on PATH)."""
+    db = shlex.quote((out_dir / DATABASE).as_posix())
+    return [f"{program} memory namespaces --db {db}",
+            f"{program} memory stats --db {db} --run {RUN_ID}",
+            f"{program} memory hot --db {db} --run {RUN_ID}",
+            f"{program} memory show --db {db} --run {RUN_ID}"]
 
 
 def run_demo(*, model: BaseChatModel, out_dir: Path, console: Console,
-             divergences: list[str] | None = None) -> dict[str, Any]:
+             divergences: list[str] | None = None, program: str = "kernelsage") -> dict[str, Any]:
     """The demo stream in a fresh embedded database kept under `out_dir/db`; returns the records, the hot
     rules and the report paths. `divergences` (filled by the replay while it runs) are the requests that
-    differed from the recording; the report says how many."""
+    differed from the recording; the report says how many. The closing commands begin with `program`."""
     from kernelsage.evals.report import write_report
 
     console.print(f"[bold yellow]{escape(REPLAY_NOTE)}[/]\n")
@@ -137,8 +139,9 @@ def run_demo(*, model: BaseChatModel, out_dir: Path, console: Console,
     console.print(f"\nreport: {paths.html}\nmarkdown: {paths.markdown}", highlight=False, soft_wrap=True)
     console.print(f"memory: {database} (namespace {experiment.policy_namespace(POLICY)}); inspect it with",
                   highlight=False, soft_wrap=True)
-    for command in inspect_commands(out_dir):
+    commands = inspect_commands(out_dir, program)
+    for command in commands:
         console.print(f"  {command}", highlight=False, soft_wrap=True, markup=False)
     return {"records": results, "hot_rules": hot, "report": str(paths.html.resolve()), "markdown": str(paths.markdown.resolve()),
             "database": str(database), "namespace": experiment.policy_namespace(POLICY),
-            "inspect": inspect_commands(out_dir)}
+            "inspect": commands}

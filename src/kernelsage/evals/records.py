@@ -59,6 +59,7 @@ class EpisodeRecord(EpisodeOutcome):
 
 
 RUN_METADATA = "run.json"
+HARNESS_ERROR = "harness_error"  # the prefix of the failure of an episode whose task could not be run
 
 
 class HotRule(_Record):
@@ -156,6 +157,11 @@ def read_records(path: Path | str) -> list[EpisodeRecord]:
         except ValidationError as exc:
             raise ConfigurationError(f"{path}:{number}: malformed episode record: {_describe(exc)}") from exc
     return records
+
+
+def is_harness_error(record: EpisodeRecord) -> bool:
+    """The harness, not the model, could not run this episode's task."""
+    return bool(record.failure and record.failure.startswith(f"{HARNESS_ERROR}:"))
 
 
 def group_by_policy(records: list[EpisodeRecord]) -> dict[str, list[EpisodeRecord]]:

@@ -18,9 +18,7 @@ from kernelsage.evals.metrics import (
     deduplicate,
     p_key,
 )
-from kernelsage.evals.records import EpisodeRecord, HotRule
-from kernelsage.evals.report_plots import plot_all
-from kernelsage.evals.stream import is_harness_error
+from kernelsage.evals.records import EpisodeRecord, HotRule, is_harness_error
 from kernelsage.evals.verdict import produced_code, round_statuses
 
 COMPARISON_HEADERS = [
@@ -160,6 +158,9 @@ def write_report(
     if replayed and not any("replayed from a recording" in note for note in notes):
         notes = [replayed, *notes]
     notes = [*notes, *_consistency_notes(rows), *_no_code_notes(records_by_policy)]
+    # matplotlib loads here, when plots are drawn: commands that only read records or print a table never pay for it.
+    from kernelsage.evals.report_plots import plot_all
+
     plots = plot_all(records_by_policy, out_dir / "plots")
 
     markdown_path = out_dir / "report.md"

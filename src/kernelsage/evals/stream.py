@@ -22,7 +22,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from pydantic import ValidationError
 
 from kernelsage.errors import ConfigurationError, EpisodeError, ModelError, TaskLoadError, UnknownTaskError
-from kernelsage.evals.records import EpisodeRecord, TokenUsage
+from kernelsage.evals.records import HARNESS_ERROR, EpisodeRecord, TokenUsage, is_harness_error
 from kernelsage.graph.context import Context
 from kernelsage.graph.records import MemoryUpdate
 from kernelsage.graph.runner import run_episode
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 ORDERS = ("curriculum", "mixed", "level:N", "file:PATH")
 StreamTask = TypeVar("StreamTask", bound="Task | UnloadableTask")
-HARNESS_ERROR = "harness_error"  # the prefix of the failure of an episode whose task could not be run
 MAX_FAILED_EPISODES = 3  # episodes in a row that the model's failures ended before the stream stops
 
 
@@ -98,11 +97,6 @@ def stream_entries(report: LoadReport) -> list[Task | UnloadableTask]:
     entries: list[tuple[str, Task | UnloadableTask]] = [(t.origin.path if t.origin else "", t) for t in report.tasks]
     entries += [(p.path, UnloadableTask(p.task_id, p.level, p.message)) for p in report.problems if p.task_id]
     return [entry for _, entry in sorted(entries, key=lambda pair: pair[0])]
-
-
-def is_harness_error(record: EpisodeRecord) -> bool:
-    """The harness, not the model, could not run this episode's task."""
-    return bool(record.failure and record.failure.startswith(f"{HARNESS_ERROR}:"))
 
 
 @dataclass(frozen=True, kw_only=True)

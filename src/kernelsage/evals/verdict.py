@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from kernelsage.evals.records import EpisodeRecord, StreamStop
-from kernelsage.evals.stream import is_harness_error
+from kernelsage.evals.records import EpisodeRecord, StreamStop, is_harness_error
+from kernelsage.models.limits import truncation_advice
 
 
 def model_failure(record: EpisodeRecord) -> str | None:
@@ -54,6 +54,15 @@ def run_problem(records_by_policy: Mapping[str, Sequence[EpisodeRecord]], *, mod
                 f"{reason}")
     runnable = [r for r in records if not is_harness_error(r)]
     if runnable and not produced_code(runnable):
-        return (f"no round produced code ({round_statuses(runnable)}) from the model {model}: check that it "
-                "answers in the format the prompts ask for")
+        return f"no round produced code ({round_statuses(runnable)}) from the model {model}: {_advice(runnable)}"
     return None
+
+
+def _advice(records: Sequence[EpisodeRecord]) -> str:
+    """What to fix when no round produced code: the output limit when answers were cut off, the format when
+    they could not be read."""
+    statuses = {a.status for r in records for a in r.attempts}
+    advice = [truncation_advice()] if "truncated" in statuses else []
+    if "parse_error" in statuses or not advice:
+        advice.append("check that it answers in the format the prompts ask for")
+    return "; ".join(advice)

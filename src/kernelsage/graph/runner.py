@@ -11,6 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from kernelsage.graph.context import Context
+from kernelsage.graph.runner_events import emit, episode_started, step_events
 
 
 def new_episode_id(task_id: str) -> str:
@@ -43,8 +44,9 @@ def run_episode(graph: CompiledStateGraph, *, task_id: str, level: int | None, c
                 on_state: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run (or, with a checkpointer and the same thread id, resume) one episode; returns the final state.
 
-    `on_state` sees the state after every step (for progress displays). A thread that already finished
-    is not run again: its final state is returned as it was.
+    `on_state` sees the state after every step (for progress displays), and the `kernelsage.events` logger
+    hears the episode start, each round's verdict and the memory's commit (runner_events). A thread that
+    already finished is not run again: its final state is returned as it was.
     """
     episode_id = episode_id or new_episode_id(task_id)
     config = episode_config(task_id=task_id, level=level, episode_id=episode_id, context=context, backend=backend,
@@ -54,8 +56,14 @@ def run_episode(graph: CompiledStateGraph, *, task_id: str, level: int | None, c
         return dict(snapshot.values)  # finished before: its memory effects happened once already
     resuming = snapshot is not None and bool(snapshot.next)
     payload = None if resuming else {"task_id": task_id, "episode_id": episode_id}
+    emit(episode_started(task_id=task_id, level=level, episode_id=episode_id, policy=context.policy,
+                         resumed=resuming))
+    previous: dict[str, Any] = dict(snapshot.values) if resuming else {}  # rounds said before are not said again
     final: dict[str, Any] = {}
     for final in graph.stream(payload, config=config, context=context, stream_mode="values"):
+        for event in step_events(previous, final):
+            emit(event)
+        previous = final
         if on_state is not None:
             on_state(final)
     return final

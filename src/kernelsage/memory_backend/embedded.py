@@ -72,16 +72,17 @@ def _last_line(exc: Exception) -> str:
 
 
 def _track_clients(server: Any, target: Path) -> None:
-    """Make a killed client unable to keep the server alive: a watcher stops it when no client is left,
-    and this process, when it exits, first drops dead clients from the list so that pgserver's own exit
-    handler (registered earlier, so run later) sees whether it is the last one and stops the server."""
+    """Make a killed client unable to keep the server alive, and an exiting one never wait for the server: a
+    watcher stops it when no listed client is alive, also when the last one was killed, or simply exited.
+
+    pgserver's own exit handler would take its inter-process lock (one per user, over every data directory)
+    and stop the server with `pg_ctl -w stop` before this process may end: 2.5-3.5 s of silence after a
+    command's last line, and minutes when another of the user's processes holds that lock (starting a
+    server of its own, say). The handler is taken off; this process's pid stays on the list until the
+    watcher finds it dead (within `server_watch.WATCH_INTERVAL_S`)."""
     from kernelsage.memory_backend import server_watch
 
-    def leave() -> None:
-        with type(server)._lock:  # pgserver's inter-process lock over its client list
-            server_watch.prune_clients(type(server), target)
-
-    atexit.register(leave)
+    atexit.unregister(server._cleanup)
     server_watch.start_watcher(target)
 
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg
-from langchain_core.embeddings import Embeddings
 from pgvector import Vector
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
@@ -22,6 +21,9 @@ from kernelsage.memory_backend.items import MemoryItem, NamespaceInfo, NewItem
 from kernelsage.memory_backend.records import ItemStats
 from kernelsage.memory_backend.tokens import TokenCounter
 from kernelsage.memory_backend.vectors import checked_vector
+
+if TYPE_CHECKING:  # only annotations: a memory command must not load the model stack
+    from langchain_core.embeddings import Embeddings
 
 
 def to_item(row: dict[str, Any]) -> MemoryItem:

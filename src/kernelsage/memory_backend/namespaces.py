@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import psycopg
-from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from kernelsage.errors import EmbeddingDimensionError, NamespaceError
 from kernelsage.memory_backend import queries as q
 from kernelsage.memory_backend.database import run_transaction, transaction
-from kernelsage.memory_backend.embeddings import embedding_name
 from kernelsage.memory_backend.item_rows import embed_items, insert_items
 from kernelsage.memory_backend.items import NamespaceInfo, NewItem
 from kernelsage.memory_backend.tokens import TokenCounter, approx_token_count
 from kernelsage.memory_backend.validation import check_new_items
+
+if TYPE_CHECKING:  # only annotations: a memory command must not load the model stack
+    from langchain_core.embeddings import Embeddings
 
 MAX_DIM = 2000  # pgvector's HNSW limit for `vector`
 
@@ -159,7 +161,11 @@ def resolve(pool: ConnectionPool, name: str, *, embeddings: Embeddings | None, e
     (by whichever concurrent opener creates it, and only by that one)."""
     with transaction(pool) as conn:
         info = namespace_info(conn, name)
-    model = embedding_name(embeddings) if embeddings is not None else "precomputed"
+    model = "precomputed"
+    if embeddings is not None:  # embeddings.py loads langchain_core: a memory command without a model never does
+        from kernelsage.memory_backend.embeddings import embedding_name
+
+        model = embedding_name(embeddings)
     if info is None:
         if not create:  # other namespaces are not named: in a shared database they can be other teams'
             raise NamespaceError(f"namespace {name!r} does not exist; `kernelsage memory namespaces` lists those "

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import psycopg
-from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from kernelsage.errors import EpisodeError, NamespaceError
@@ -22,6 +22,9 @@ from kernelsage.memory_backend.policies import MemoryPolicy
 from kernelsage.memory_backend.records import PoolEntry, Stage
 from kernelsage.memory_backend.validation import check_embedding, check_query_text
 from kernelsage.memory_backend.vectors import checked_vector
+
+if TYPE_CHECKING:  # only annotations: a memory command must not load the model stack
+    from langchain_core.embeddings import Embeddings
 
 Query = str | Sequence[float] | np.ndarray
 

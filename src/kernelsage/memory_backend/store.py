@@ -15,11 +15,10 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg
-from langchain_core.embeddings import Embeddings
 from psycopg_pool import ConnectionPool
 
 from kernelsage.errors import DatabaseError, ReadOnlyMemoryError
@@ -58,6 +57,9 @@ from kernelsage.memory_backend.records import EpisodeTrace, Stage
 from kernelsage.memory_backend.tokens import TokenCounter, approx_token_count
 from kernelsage.memory_backend.transfer import export_namespace, import_namespace
 from kernelsage.memory_backend.validation import MAX_EPISODE_ITEMS, check_count, check_new_items, check_trace
+
+if TYPE_CHECKING:  # only annotations: a memory command must not load the model stack
+    from langchain_core.embeddings import Embeddings
 
 __all__ = ["MAX_DIM", "Memory", "MemoryStore", "RuleAbstractor", "export_namespace", "import_namespace"]
 

@@ -64,6 +64,16 @@ class ModelLimits:
         return None if tokens is None else int(tokens * CHARS_PER_TOKEN)
 
 
+def truncation_advice() -> str:
+    """What to do when answers stop at the output limit (`finish_reason: length`): name the setting."""
+    try:
+        limit = ModelLimits.from_env().max_tokens
+    except ModelError:  # a bad value is reported where it is read; the advice still names the setting
+        limit = ModelLimits().max_tokens
+    return (f"the answers were cut off at the output limit ({MODEL_MAX_TOKENS_ENV}={limit} tokens): raise "
+            f"{MODEL_MAX_TOKENS_ENV}, within what the model may answer")
+
+
 def estimate_tokens(text: str) -> int:
     """A cautious token count without a tokenizer (see CHARS_PER_TOKEN)."""
     return tokens_for_chars(len(text))

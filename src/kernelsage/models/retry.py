@@ -85,8 +85,8 @@ def is_context_overflow(error: BaseException) -> bool:
 
 def endpoint_of(error: BaseException) -> str:
     """The URL a failed request went to, when the error knows it."""
-    request = getattr(error, "request", None)
     try:
+        request = getattr(error, "request", None)
         return str(request.url) if request is not None else ""
     except RuntimeError:  # httpx raises when an error was built without its request
         return ""
@@ -197,20 +197,65 @@ def _policy(attempts: int, max_wait: float, deadline: float) -> dict[str, Any]:
     }
 
 
+def fault_words(error: BaseException) -> str:
+    """A failed call's fault in a few words: "HTTP 500: <the first line of the server's error>" for a status
+    error, else the exception's type and first line."""
+    if isinstance(error, openai.APIStatusError):
+        return f"HTTP {error.status_code}: {server_error_text(error)}"
+    return f"{type(error).__name__}: {_first_line(str(error)) or 'no message'}"
+
+
+def server_error_text(error: openai.APIStatusError) -> str:
+    """The first line of what the server said: its JSON error's message when it sent one, else its body."""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        text = inner.get("message") if isinstance(inner, dict) else inner
+    elif body:
+        text = body
+    else:
+        response = getattr(error, "response", None)
+        try:
+            text = response.text if response is not None else error.message
+        except Exception:  # a streamed or closed response has no text to give
+            text = error.message
+    return _first_line(str(text or "")) or "no message"
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def _log_retry(state: RetryCallState) -> None:
+    """Say each retry (`kernelsage run` prints it as a `model_retry` event where no live board is drawn)."""
     error = state.outcome.exception() if state.outcome else None
     wait = state.next_action.sleep if state.next_action else 0.0
-    log.warning("model call failed (%r), attempt %d; retrying in %.1f s", error, state.attempt_number, wait)
+    words = fault_words(error) if error is not None else "no outcome"
+    url = endpoint_of(error) if error is not None else ""
+    log.warning("model call failed (%s), attempt %d; retrying in %.1f s", words, state.attempt_number, wait,
+                extra={"event": "model_retry", "fields": {"attempt": state.attempt_number, "wait_s": round(wait, 2),
+                                                          "fault": words, "endpoint": url}})
 
 
 def _gave_up(exc: RetryError, attempts: int, deadline: float) -> ModelError:
+    """The error of a call whose retries ran out, with the advice that fits its last fault: a server that
+    answered with an error (5xx) is not a timeout, and a rate limit asks for fewer calls."""
     last = exc.last_attempt.exception()
     tries = exc.last_attempt.attempt_number
     url = endpoint_of(last) if last is not None else ""
     where = f"model endpoint {url}: " if url else ""
     limit = "" if tries >= attempts else f" (the call's deadline passed after {deadline:g} s)"
-    detail = " ".join(str(last).split())[:300] or "no message"
     plural = "s" if tries != 1 else ""
-    return ModelCallError(f"{where}gave up after {tries} attempt{plural}{limit}: {type(last).__name__}: {detail}; check "
-                          f"that the server is up, or raise KERNELSAGE_MODEL_TIMEOUT / KERNELSAGE_MODEL_DEADLINE / "
-                          f"KERNELSAGE_MODEL_ATTEMPTS")
+    gave_up = f"{where}gave up after {tries} attempt{plural}{limit}"
+    if isinstance(last, openai.APIStatusError) and last.status_code >= 500:
+        return ModelCallError(f"{gave_up}: the server failed with HTTP {last.status_code}: {server_error_text(last)}; "
+                              "the fault is on the server's side: check its log or status, then rerun")
+    detail = " ".join(str(last).split())[:300] or "no message"
+    if isinstance(last, openai.APIStatusError) and last.status_code == 429:
+        advice = ("the endpoint's rate limit: make fewer calls at once (--max-model-calls with --ray), or raise "
+                  "KERNELSAGE_MODEL_DEADLINE / KERNELSAGE_MODEL_ATTEMPTS to wait longer")
+    else:
+        advice = ("check that the server is up, or raise KERNELSAGE_MODEL_TIMEOUT / KERNELSAGE_MODEL_DEADLINE / "
+                  "KERNELSAGE_MODEL_ATTEMPTS")
+    return ModelCallError(f"{gave_up}: {type(last).__name__}: {detail}; {advice}")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:  # the board actor imports this module: it stays clear of the graph package
+    from kernelsage.graph.runner_events import Event
 
 
 class Board:
@@ -36,10 +39,30 @@ def open_board(ray: Any) -> Any:
     return ray.remote(num_cpus=0)(Board).remote()
 
 
+def progress_events(before: dict[str, Any], after: dict[str, Any], totals: dict[str, int]) -> list[Event]:
+    """What changed between two board snapshots, as events: a stream's new round, its finished episodes.
+    (The streams run in Ray workers, whose own events stay there; where no live board is drawn the driver
+    prints these instead, kernelsage.cli.run_log.)"""
+    from kernelsage.graph.runner_events import Event
+
+    events = []
+    for stream, total in totals.items():
+        detail = after["detail"].get(stream) or ""
+        if detail and detail != before.get("detail", {}).get(stream):
+            events.append(Event("progress", f"{stream}: {detail}", {"stream": stream, "detail": detail}))
+        done, solved = after["done"].get(stream, (0, 0))
+        if done > before.get("done", {}).get(stream, (0, 0))[0]:
+            events.append(Event("episode_end", f"{stream}: {done} of {total} episodes finished, {solved} solved",
+                                {"stream": stream, "done": done, "total": total, "solved": solved}))
+    return events
+
+
 class Display:
-    """The driver's live display: one bar per stream, and the devices busy."""
+    """The driver's live display: one bar per stream, and the devices busy; each change is also an event."""
 
     def __init__(self, console: Console, streams: dict[str, int]) -> None:
+        self.totals = dict(streams)
+        self.seen: dict[str, Any] = {}
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                                  TextColumn("{task.completed}/{task.total}"), TextColumn("{task.fields[detail]}"),
                                  TimeElapsedColumn(), console=console, transient=False)
@@ -54,6 +77,11 @@ class Display:
         self.progress.__exit__(*exc)
 
     def show(self, snapshot: dict[str, Any], busy: tuple[int, int] | None) -> None:
+        from kernelsage.graph.runner_events import emit
+
+        for event in progress_events(self.seen, snapshot, self.totals):
+            emit(event)
+        self.seen = snapshot
         for name, bar in self.bars.items():
             done, solved = snapshot["done"].get(name, (0, 0))
             text = snapshot["detail"].get(name) or ""

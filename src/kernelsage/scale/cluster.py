@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
@@ -89,9 +91,14 @@ def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
         options["address"] = target.address
     # Ray prints what its processes report (a worker that died, say) on the driver's stdout, which under
     # --json holds one JSON document only: it goes to stderr with the rest of the narrative.
+    stop_handler = signal.getsignal(signal.SIGTERM)
     with redirect_stdout(sys.stderr):
         try:
             context = ray.init(**options)
+            # ray.init makes SIGTERM exit at once and silently; the command's own handler (Ctrl-C's, which
+            # says how to resume) is put back, so a SIGTERM unwinds as Ctrl-C does and Ray shuts down below.
+            if threading.current_thread() is threading.main_thread() and stop_handler is not None:
+                signal.signal(signal.SIGTERM, stop_handler)
         except ConnectionError as exc:
             raise ConfigurationError(f"--ray {target.address}: no Ray cluster answered ({exc}); start one with "
                                      "`ray start --head` or use --ray local") from None

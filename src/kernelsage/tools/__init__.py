@@ -1,22 +1,34 @@
-"""Kernel tools: the backend protocol and backends, the sandbox, correctness, timing and safeguards."""
+"""Kernel tools: the backend protocol and backends, the sandbox, correctness, timing and safeguards.
+
+The public names below are imported on first use (PEP 562), so a light module (`kernelsage.tools.results`,
+which episode records use) loads without the backends, the tasks or torch.
+"""
 
 from __future__ import annotations
 
-from kernelsage.tools.backend import KernelBackend, backend_names, get_backend, register_backend
-from kernelsage.tools.results import (
-    Artifact,
-    Candidate,
-    CaseResult,
-    CompileResult,
-    CompilerMessage,
-    Mismatch,
-    ProfileResult,
-    Status,
-    Timing,
-    VerifyResult,
-)
+from importlib import import_module
+from typing import Any
 
-__all__ = [
+_WHERE = {
+    "KernelBackend": "backend", "backend_names": "backend", "get_backend": "backend",
+    "register_backend": "backend",
+    **{name: "results" for name in ("Artifact", "Candidate", "CaseResult", "CompileResult", "CompilerMessage",
+                                     "Mismatch", "ProfileResult", "Status", "Timing", "VerifyResult")},
+}
+__all__ = [  # the keys of _WHERE, spelt out for linters and type checkers
     "Artifact", "Candidate", "CaseResult", "CompileResult", "CompilerMessage", "KernelBackend", "Mismatch",
     "ProfileResult", "Status", "Timing", "VerifyResult", "backend_names", "get_backend", "register_backend",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

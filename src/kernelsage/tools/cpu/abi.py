@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 HEADER = Path(__file__).with_name("kernelsage_cpu.h")
 ENTRY_POINT = "ks_kernel"
 MAX_DIMS = 8
 
-DTYPE_CODES: dict[torch.dtype, int] = {
-    torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3,
-    torch.int32: 4, torch.int64: 5, torch.int8: 6, torch.uint8: 7, torch.bool: 8,
+# Keyed by torch's dtype names, so that this module (which the adoption audit reads) needs no torch.
+DTYPE_CODES: dict[str, int] = {
+    "float32": 0, "float64": 1, "float16": 2, "bfloat16": 3,
+    "int32": 4, "int64": 5, "int8": 6, "uint8": 7, "bool": 8,
 }
 ATTR_INT, ATTR_FLOAT, ATTR_INTS, ATTR_STRING = 0, 1, 2, 3

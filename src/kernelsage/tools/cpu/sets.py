@@ -7,8 +7,12 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
+
 from kernelsage.tools.cpu.abi import ATTR_FLOAT, ATTR_INT, ATTR_INTS, ATTR_STRING, DTYPE_CODES, MAX_DIMS
 from kernelsage.tools.judging.arena import Placed
+
+_CODE_OF_DTYPE = {getattr(torch, name): code for name, code in DTYPE_CODES.items()}
 
 SET_HEADER = struct.Struct("<IIII")
 TENSOR_DESC = struct.Struct(f"<Qii{MAX_DIMS}q{MAX_DIMS}q")
@@ -17,7 +21,7 @@ ATTR_DESC = struct.Struct("<iIqdQQ")
 
 def describe_tensor(placed: Placed) -> bytes:
     """One tensor's record: offset, dtype code, shape and contiguous strides."""
-    if placed.dtype not in DTYPE_CODES:
+    if placed.dtype not in _CODE_OF_DTYPE:
         raise TypeError(f"dtype {placed.dtype} is not part of the CPU kernel ABI")
     if len(placed.shape) > MAX_DIMS:
         raise ValueError(f"{len(placed.shape)} dimensions exceed the ABI's {MAX_DIMS}")
@@ -26,7 +30,7 @@ def describe_tensor(placed: Placed) -> bytes:
         strides.insert(0, step)
         step *= max(size, 1)
     pad = [0] * (MAX_DIMS - len(placed.shape))
-    return TENSOR_DESC.pack(placed.offset, DTYPE_CODES[placed.dtype], len(placed.shape), *placed.shape, *pad,
+    return TENSOR_DESC.pack(placed.offset, _CODE_OF_DTYPE[placed.dtype], len(placed.shape), *placed.shape, *pad,
                             *strides, *pad)
 
 

@@ -93,6 +93,9 @@ def device_status(device: str) -> DeviceStatus:
 
 
 def _npu_status(found: str) -> DeviceStatus:
+    if importlib.util.find_spec("torch_npu") is None:  # no child (seconds of importing torch) to learn that
+        return DeviceStatus("npu", False, "torch_npu is not installed: install CANN, torch_npu and triton-ascend "
+                                          "(docs/triton.md, 'On an Ascend host')")
     probe = subprocess.run(
         [sys.executable, "-c", "import torch, torch_npu; print(torch.npu.is_available(), torch.npu.device_count())"],
         capture_output=True, text=True, timeout=120, check=False,
