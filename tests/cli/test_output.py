@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pytest
 
 from tests.evals.test_report import FIXTURE
 from tests.graph.scripts import candidate, example_source
-from tests.models.openai_server import answer, hang, serve
+from tests.models.openai_server import answer, serve
 
 WIDTH = 80
 
@@ -78,21 +76,3 @@ def test_the_human_summary_fits_80_columns_and_speaks_plainly(tmp_path: Path, ca
     assert "{" not in out and "Summary(" not in out
     assert "kernelsage memory stats --run r1 --policy POLICY" in out  # begun as kernelsage was started
 
-
-@pytest.mark.slow
-def test_ctrl_c_names_the_run_id_to_resume_with(database_url: str, tmp_path: Path) -> None:
-    run_id = f"int-{uuid.uuid4().hex[:6]}"
-    with serve([hang(60)]) as server:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kernelsage", "run", *_stream_args(run_id, f"int-{run_id}")],
-            env=_env(database_url, server.url, tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 180
-        while not server.requests and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.2)
-        assert server.requests, "the run never asked the model"
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr[-3000:]
-    # `<python> -m kernelsage run ...`: the command pastes as printed, as this test started kernelsage that way
-    assert f"-m kernelsage run --run-id {run_id}`" in stderr and "Traceback" not in stderr

@@ -73,11 +73,13 @@ def test_a_second_sigterm_ends_at_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sigterm_mid_run_names_the_run_id_and_the_command_that_resumes_it(database_url: str, tmp_path: Path) -> None:
-    run_id = f"term-{uuid.uuid4().hex[:6]}"
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stopped_run_names_the_run_id_and_the_command_that_resumes_it(database_url: str, tmp_path: Path,
+                                                                       stop: signal.Signals) -> None:
+    run_id = f"stop-{uuid.uuid4().hex[:6]}"
     with serve([hang(60)]) as server:
         process = subprocess.Popen(
-            [sys.executable, "-m", "kernelsage", "run", *_stream_args(run_id, f"term-{run_id}")],
+            [sys.executable, "-m", "kernelsage", "run", *_stream_args(run_id, f"stop-{run_id}")],
             env=_env(database_url, server.url, tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 180
@@ -85,7 +87,7 @@ def test_sigterm_mid_run_names_the_run_id_and_the_command_that_resumes_it(databa
             time.sleep(0.2)
         assert server.requests, "the run never asked the model"
         signalled = time.monotonic()
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop)
         _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130 and time.monotonic() - signalled < 30, stderr[-3000:]
     # The resume command pastes as printed: this test started kernelsage as `<python> -m kernelsage`.

@@ -6,8 +6,7 @@ whose advice reports quote) loads without LangChain or an HTTP client.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from kernelsage.lazy_exports import lazy_exports
 
 _WHERE = {
     "RecordingChatModel": "cassette", "ReplayChatModel": "cassette", "request_key": "cassette",
@@ -28,14 +27,4 @@ __all__ = [  # the keys of _WHERE, spelt out for linters and type checkers
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, __all__)
