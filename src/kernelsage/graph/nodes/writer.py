@@ -35,7 +35,7 @@ from kernelsage.graph.records import Attempt, PendingCandidate, as_state
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState, shown_items, stage_of
 from kernelsage.models.factory import model_name
-from kernelsage.models.limits import ModelLimits
+from kernelsage.models.limits import MODEL_MAX_TOKENS_ENV, ModelLimits
 from kernelsage.models.turns import alternating
 from kernelsage.parsing import format_parse_feedback, parse_answer
 
@@ -89,7 +89,7 @@ def write_candidate(*, role: str, model: BaseChatModel, resources: AgentResource
         asks += 1
         tokens = prompt_tokens(answer, messages)
         if is_truncated(answer):
-            status, detail = "truncated", "the answer was cut off at the output limit"
+            status, detail = "truncated", f"the answer was cut off at the output limit (raise {MODEL_MAX_TOKENS_ENV})"
             # The cut answer is not sent back, so the request joins the prompt's user turn: two user turns
             # in a row are rejected by strict chat templates (kernelsage.models.turns).
             messages = alternating([*base, HumanMessage(truncation_feedback())])
