@@ -18,7 +18,8 @@ int ks_kernel(const ks_tensor* in, int n_in, ks_tensor* out, int n_out, const ks
     const int64_t n = ks_numel(&in[0]);
     if (in[0].dtype == KS_FLOAT32) {
         const float* x = (const float*)in[0].data; float* y = (float*)out[0].data;
-        for (int pass = 0; pass < 6; ++pass)  // deliberately redundant work: a slow first version
+        for (int pass = 0; pass < 16; ++pass)  // deliberately redundant work: a slow first version, slow enough
+            // that no load on a busy machine makes the fast one look no faster (CI failed so at 6 passes)
             for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
         return 0;
     }

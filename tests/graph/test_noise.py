@@ -47,7 +47,7 @@ def test_the_same_kernel_measured_again_never_earns_credit(cpu_backend, suite) -
 
 
 @pytest.mark.slow
-def test_a_kernel_that_does_a_sixth_of_the_work_is_credited(cpu_backend, suite) -> None:
+def test_a_kernel_that_does_a_sixteenth_of_the_work_is_credited(cpu_backend, suite) -> None:
     task = find_task(suite, "l1_relu")
     slow, fast = (Attempt(round=n, stage="refine", status="ok",
                           evaluation=evaluate_candidate(cpu_backend, task, {"kernel.cpp": source}))
