@@ -28,7 +28,7 @@ NOT_EVIDENCED = "[audit: declared adopted, no evidence in the code] "
 MAX_RATIONALE = 2_000  # validation's limit on a rationale
 
 
-def check_adoptions(state: EpisodeState, memory: Any, task: Any, backend: str | Any) -> list[AdoptionCheck]:
+def check_adoptions(state: EpisodeState, memory: Any, backend: str | Any) -> list[AdoptionCheck]:
     """Audit every item the episode's candidates declared adopted (items the memory no longer holds are
     checked against nothing they name, so they are not evidenced)."""
     rounds = [Round(round=a.round, files=a.files, adopted=frozenset(a.adopted)) for a in attempts(state) if a.files]

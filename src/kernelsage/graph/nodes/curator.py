@@ -153,14 +153,14 @@ def make_curator_node(resources: AgentResources) -> Callable[..., dict[str, Any]
         memory = resources.memory(settings)
         if memory is None:
             return {"memory_update": as_state(MemoryUpdate(policy=settings.policy))}
-        task = resources.tasks(state["task_id"])
-        audit = check_adoptions(state, memory, task, resources.backend)  # kept whatever is credited
+        audit = check_adoptions(state, memory, resources.backend)  # kept whatever is credited
         if memory.read_only:
             return {"memory_update": as_state(MemoryUpdate(policy=settings.policy, audit=audit))}
         trace = episode_trace(state, memory.policy.name, model_name(resources.models.for_role("generator")))
         if memory.params.adoption == "audited":  # credit only the adoptions the code shows
             trace = audited_trace(trace, audit)
-        lessons = extract_experiences(state, resources, task.category) if memory.policy.learns else []
+        category = resources.tasks(state["task_id"]).category
+        lessons = extract_experiences(state, resources, category) if memory.policy.learns else []
         committed = memory.commit_episode(trace, new_items=lessons)
         consolidation = None
         if settings.consolidate and memory.policy.uses_hot_memory:
