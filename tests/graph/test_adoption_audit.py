@@ -166,3 +166,16 @@ def test_an_episode_is_evidenced_by_any_round_that_declared_the_item() -> None:
     late = [Round(round=1, files={"kernel.cpp": PRAGMA}, adopted=frozenset()),
             Round(round=2, files={"kernel.cpp": PRAGMA}, adopted=frozenset({1}))]
     assert not audit_episode(late, cues, preprocessor=CPU)[0].evidenced
+
+
+def test_code_nested_deeper_than_the_readers_follow_is_read_whole_not_raised() -> None:
+    # a hostile candidate must not crash the curator (the episode would be lost): its names all count
+    from kernelsage.graph.audit.cpp import read_cpp
+    from kernelsage.graph.audit.preprocess import Preprocessor
+    from kernelsage.graph.audit.python import read_python
+
+    deep_cpp = "int ks_kernel(int x) { " + "{" * 5000 + "DataCopyPad(x);" + "}" * 5000 + " return 0; }"
+    reading = read_cpp(deep_cpp, Preprocessor())
+    assert "nested too deeply" in reading.note and ("DataCopyPad",) in reading.uses
+    deep_python = "def ks_kernel(x):\n    return tl.dot(x, " + "-" * 200_000 + "x)\n"
+    assert "nested too deeply" in read_python(deep_python).note

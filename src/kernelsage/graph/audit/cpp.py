@@ -37,7 +37,7 @@ from kernelsage.graph.audit.cpp_syntax import (
     qualified,
     text,
 )
-from kernelsage.graph.audit.cues import Name, normal
+from kernelsage.graph.audit.cues import IDENT, MAX_PRAGMA_WORDS, PRAGMA, Name, cue_name, normal, pragma_words
 from kernelsage.graph.audit.liveness import Reading, Unit, cut, live_units
 from kernelsage.graph.audit.preprocess import Preprocessor, preprocess
 from kernelsage.tools.cpu.abi import ENTRY_POINT
@@ -54,13 +54,20 @@ def read_cpp(source: str, preprocessor: Preprocessor) -> Reading:
     """The live uses, pragmas and text of C/C++ `source`, read through `preprocessor`."""
     result = preprocess(source, preprocessor)
     data = result.text.encode("utf-8")
-    reader = _Reader()
-    root = parse(data)
-    reader.collect_locals(root)
-    reader.constants = literal_constants(root)
-    reader.top(root.named_children)
     note = f"{result.failure}: read without the preprocessor" if result.failure else ""
-    return reader.reading(data, note)
+    try:
+        reader = _Reader()
+        root = parse(data)
+        reader.collect_locals(root)
+        reader.constants = literal_constants(root)
+        reader.top(root.named_children)
+        return reader.reading(data, note)
+    except RecursionError:  # nesting deeper than this reader follows: every name of the text counts
+        names = {cue_name(t) for t in IDENT.findall(PRAGMA.sub(" ", result.text))}
+        pragmas = tuple(pragma_words(m.group(1))[:MAX_PRAGMA_WORDS] for m in PRAGMA.finditer(result.text))
+        return Reading(uses=frozenset(names | {(n[-1],) for n in names}), pragmas=pragmas,
+                       live_text=normal(result.text),
+                       note="; ".join(filter(None, [note, "nested too deeply: every name of the text counted"])))
 
 
 class _Reader:

@@ -30,17 +30,20 @@ def read_python(source: str) -> Reading:
     """The live uses and text of Python `source`."""
     try:
         tree = ast.parse(source)
+        reader = _Reader(source.encode("utf-8"))
+        reader.imports(tree)
+        reader.constants = _literal_constants(tree)
+        root = reader.unit(tree, root=True)
+        reader.body(tree.body, root, module=True)
+        return reader.reading(_declared(tree))
     except (SyntaxError, ValueError) as error:
-        plain = COMMENTS_AND_STRINGS.sub(lambda m: "" if m.group(0).startswith("#") else '""', source)
-        names = {cue_name(t) for t in IDENT.findall(plain)}
-        return Reading(uses=frozenset(names | {(n[-1],) for n in names}), live_text=normal(plain),
-                       note=f"not Python the parser reads ({error.msg}): every name outside comments counted")
-    reader = _Reader(source.encode("utf-8"))
-    reader.imports(tree)
-    reader.constants = _literal_constants(tree)
-    root = reader.unit(tree, root=True)
-    reader.body(tree.body, root, module=True)
-    return reader.reading(_declared(tree))
+        why = error.msg if isinstance(error, SyntaxError) else str(error)
+    except (RecursionError, MemoryError):  # nesting deeper than the parser or this reader can follow
+        why = "nested too deeply"
+    plain = COMMENTS_AND_STRINGS.sub(lambda m: "" if m.group(0).startswith("#") else '""', source)
+    names = {cue_name(t) for t in IDENT.findall(plain)}
+    return Reading(uses=frozenset(names | {(n[-1],) for n in names}), live_text=normal(plain),
+                   note=f"not Python the parser reads ({why}): every name outside comments counted")
 
 
 class _Reader:
