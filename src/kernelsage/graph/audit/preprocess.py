@@ -110,8 +110,11 @@ def _run(command: list[str], text: str, timeout_s: float) -> tuple[str, str]:
     with tempfile.TemporaryFile() as source, tempfile.TemporaryFile() as errors:
         source.write(text.encode("utf-8", "surrogateescape"))
         source.seek(0)
-        process = subprocess.Popen(sandboxed(isolation, command, env=env, limits=limits), stdin=source,
-                                   stdout=subprocess.PIPE, stderr=errors, env=env, **popen_options(isolation))
+        try:
+            process = subprocess.Popen(sandboxed(isolation, command, env=env, limits=limits), stdin=source,
+                                       stdout=subprocess.PIPE, stderr=errors, env=env, **popen_options(isolation))
+        except OSError as exc:  # no process to start (a limit of the host): read without the preprocessor
+            return "", f"the preprocessor could not start ({exc.strerror or type(exc).__name__})"
         assert process.stdout is not None
         chunks: list[bytes] = []
         size, deadline = 0, time.monotonic() + timeout_s
