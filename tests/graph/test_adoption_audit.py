@@ -179,3 +179,13 @@ def test_code_nested_deeper_than_the_readers_follow_is_read_whole_not_raised() -
     assert "nested too deeply" in reading.note and ("DataCopyPad",) in reading.uses
     deep_python = "def ks_kernel(x):\n    return tl.dot(x, " + "-" * 200_000 + "x)\n"
     assert "nested too deeply" in read_python(deep_python).note
+
+
+def test_a_lone_surrogate_in_the_written_code_is_read_not_raised() -> None:
+    # a model's JSON answer can hold "\ud800": the curator must not lose the episode over it
+    from kernelsage.graph.audit.code import Code
+
+    cpp = Code.of({"kernel.cpp": 'int ks_kernel() { const char* s = "\ud800"; DataCopyPad(s); return 0; }'})
+    assert ("DataCopyPad",) in cpp.uses and not cpp.notes
+    python = Code.of({"kernel.py": 'def ks_kernel(x):\n    return tl.dot(x, "\ud800")\n'})
+    assert not python.notes  # read by the parser, not the fallback

@@ -31,6 +31,9 @@ class Code:
         """The code of `files` (by name: `.py` files are Python, the others C/C++, read as one translation
         unit with the headers first); a bare string is one C++ file."""
         sources = {"kernel.cpp": files} if isinstance(files, str) else dict(files)
+        # The model's text may hold lone surrogates (a JSON "\ud800"): no reader nor the preprocessor can encode
+        # them, so they become U+FFFD here, once, for every reader.
+        sources = {name: text.encode("utf-8", "replace").decode("utf-8") for name, text in sources.items()}
         readings = [read_python(text) for name, text in sorted(sources.items()) if name.endswith(".py")]
         native = [text for name, text in sorted(sources.items(), key=lambda item: (not item[0].endswith(
             HEADER_SUFFIXES), item[0])) if not name.endswith(".py")]
