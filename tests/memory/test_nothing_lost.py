@@ -4,7 +4,9 @@ experience the database refuses leaves the episode, its attempts and its credits
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from kernelsage.errors import DatabaseError, EpisodeError
 from kernelsage.memory_backend.items import NewItem
 from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.store import MemoryStore
@@ -52,3 +54,27 @@ def test_an_experience_the_database_refuses_leaves_the_episode_recorded(database
         again = commit(memory, episode("refused", "relu", ids[:3], ids[:1]), lessons)
         assert not again.applied and again.new_item_ids == result.new_item_ids  # exactly once, still
         assert memory.count_items() == 5 and np.isfinite(memory.get_item(ids[0]).utility)
+
+
+def test_a_refused_episode_is_a_kernelsage_error_with_nothing_recorded(store: MemoryStore, namespace: str) -> None:
+    # A server that refuses the episode row itself (a trigger of the operator's, here): with experiences or
+    # without, the commit ends in one DatabaseError and writes nothing, neither the episode nor an experience.
+    memory = store.open(namespace, embedding_dim=16)
+    ids = seed_items(memory, unit_vectors(3))
+    with store.pool.connection() as conn:
+        conn.execute("CREATE FUNCTION ks_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                     "IF NEW.episode_id LIKE 'refused-whole%' THEN RAISE EXCEPTION 'refused by the operator' "
+                     "USING ERRCODE = '22023'; END IF; RETURN NEW; END $$")
+        conn.execute("CREATE TRIGGER ks_test_refuse BEFORE INSERT ON ks_episodes FOR EACH ROW "
+                     "EXECUTE FUNCTION ks_test_refuse()")
+    try:
+        for n, lessons in enumerate(([], [NewItem(text="a lesson", embedding=unit_vectors(1, seed=5)[0].tolist())])):
+            with pytest.raises(DatabaseError, match="refused episode 'refused-whole"):
+                commit(memory, episode(f"refused-whole-{n}", "relu", ids[:2], ids[:1]), lessons)
+            with pytest.raises(EpisodeError):
+                memory.load_episode(f"refused-whole-{n}")
+        assert memory.count_items() == 3 and memory.get_item(ids[0]).n_ado == 0
+    finally:
+        with store.pool.connection() as conn:
+            conn.execute("DROP TRIGGER ks_test_refuse ON ks_episodes")
+            conn.execute("DROP FUNCTION ks_test_refuse()")

@@ -297,13 +297,16 @@ class Memory:
 
         try:
             result = commit(isolate_items=False)
-        except REFUSED_DATA as exc:
-            if not new_items:
-                raise DatabaseError(f"the database refused episode {episode.episode_id!r} ({refusal(exc)}): "
-                                    "nothing was recorded") from exc
+        except REFUSED_DATA:
             # What it refused is most likely in an experience: the episode, its attempts and the credits of
             # what it showed must not be lost with it. Again, each experience in a savepoint of its own.
-            result = commit(isolate_items=True)
+            try:
+                if not new_items:
+                    raise
+                result = commit(isolate_items=True)
+            except REFUSED_DATA as refused:  # the episode itself
+                raise DatabaseError(f"the database refused episode {episode.episode_id!r} ({refusal(refused)}): "
+                                    "nothing was recorded") from refused
             log.warning("episode %s recorded; %d of its experiences were refused by the database: %s",
                         episode.episode_id, len(result.unstored), "; ".join(result.unstored))
         if result.new_item_ids and result.applied:
