@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from kernelsage.errors import ConfigurationError
-from kernelsage.scale.cluster import RayTarget, forwarded_environment, multi_host_problem, ray_target
+from kernelsage.scale.cluster import (
+    RayTarget,
+    forwarded_environment,
+    multi_host_problem,
+    ray_target,
+    worker_secrets,
+)
 
 
 def test_the_addresses_ray_accepts() -> None:
@@ -24,6 +30,9 @@ def test_the_addresses_ray_accepts() -> None:
             ray_target(bad)
     with pytest.raises(ConfigurationError, match="--ray-cpus"):
         ray_target("auto", cpus=2)
+    assert ray_target("10.0.0.1:6379", insecure=True).insecure
+    with pytest.raises(ConfigurationError, match="--ray-insecure"):
+        ray_target("local", insecure=True)
 
 
 def test_several_hosts_need_a_shared_database() -> None:
@@ -38,9 +47,12 @@ def test_the_worker_environment_carries_settings_not_everything(monkeypatch: pyt
     monkeypatch.setenv("KERNELSAGE_MODEL_BASE_URL", "http://m/v1")
     monkeypatch.setenv("DATABASE_URL", "postgresql://db/x")
     monkeypatch.setenv("SOME_OTHER_SECRET", "x")
-    forwarded = forwarded_environment()
-    assert forwarded["KERNELSAGE_MODEL_BASE_URL"] == "http://m/v1" and forwarded["DATABASE_URL"] == "postgresql://db/x"
-    assert "SOME_OTHER_SECRET" not in forwarded
+    monkeypatch.setenv("KERNELSAGE_MODEL_API_KEY", "sk-x")
+    forwarded, secrets = forwarded_environment(), worker_secrets()
+    assert forwarded["KERNELSAGE_MODEL_BASE_URL"] == "http://m/v1"
+    assert secrets["DATABASE_URL"] == "postgresql://db/x" and secrets["KERNELSAGE_MODEL_API_KEY"] == "sk-x"
+    assert not set(forwarded) & set(secrets)  # a credential goes one way only, never in the runtime environment
+    assert "SOME_OTHER_SECRET" not in forwarded and "SOME_OTHER_SECRET" not in secrets
 
 
 def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:

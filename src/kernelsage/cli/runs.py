@@ -31,6 +31,7 @@ from kernelsage.cli.scale_options import (
     EvalSlotsOption,
     MaxModelCallsOption,
     RayCpusOption,
+    RayInsecureOption,
     RayOption,
     ScaleOptions,
 )
@@ -265,6 +266,7 @@ def run(
     time_limit: float | None = TimeLimitOption,
     ray: str | None = RayOption,
     ray_cpus: int | None = RayCpusOption,
+    ray_insecure: bool = RayInsecureOption,
     eval_slots: int = EvalSlotsOption,
     max_model_calls: int | None = MaxModelCallsOption,
     log_format: str | None = LogFormatOption,
@@ -276,7 +278,7 @@ def run(
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
                         budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
                         frozen_memory=frozen_memory, top_k=top_k, params=param, adoption=adoption,
-                        scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, eval_slots=eval_slots,
+                        scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, ray_insecure=ray_insecure, eval_slots=eval_slots,
                                            max_model_calls=max_model_calls))
 
 
@@ -304,6 +306,7 @@ def compare(
     time_limit: float | None = TimeLimitOption,
     ray: str | None = RayOption,
     ray_cpus: int | None = RayCpusOption,
+    ray_insecure: bool = RayInsecureOption,
     eval_slots: int = EvalSlotsOption,
     max_model_calls: int | None = MaxModelCallsOption,
     log_format: str | None = LogFormatOption,
@@ -318,7 +321,7 @@ def compare(
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
                         budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
                         frozen_memory=frozen_memory, top_k=top_k, params=param, adoption=adoption,
-                        scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, eval_slots=eval_slots,
+                        scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, ray_insecure=ray_insecure, eval_slots=eval_slots,
                                            max_model_calls=max_model_calls))
 
 

@@ -14,6 +14,10 @@ RayCpusOption = typer.Option(None, "--ray-cpus", min=1, help="CPUs of the cluste
                                                              "(default: all of this machine's).")
 EvalSlotsOption = typer.Option(1, "--eval-slots", min=1, help="With --ray and the cpu backend: evaluator slots "
                                                              "(each times one kernel at a time on its own CPU).")
+RayInsecureOption = typer.Option(
+    False, "--ray-insecure", envvar="KERNELSAGE_RAY_INSECURE",
+    help="Join a Ray cluster that checks no token (anyone who reaches it can run code as its user); refused "
+         "without this. Env: KERNELSAGE_RAY_INSECURE=1.")
 MaxModelCallsOption = typer.Option(
     None, "--max-model-calls", min=1, help="With --ray: at most N model calls in flight per endpoint across the "
                                            "cluster (hosted models' rate limits). Without --ray one call is in "
@@ -24,6 +28,7 @@ MaxModelCallsOption = typer.Option(
 class ScaleOptions:
     ray: str | None = None
     ray_cpus: int | None = None
+    ray_insecure: bool = False
     eval_slots: int = 1
     max_model_calls: int | None = None
 
@@ -31,7 +36,7 @@ class ScaleOptions:
         """The cluster the options name (checked, and Ray importable), or None to run sequentially."""
         from kernelsage.scale.cluster import import_ray, ray_target
 
-        target = ray_target(self.ray, self.ray_cpus)
+        target = ray_target(self.ray, self.ray_cpus, self.ray_insecure)
         if target is None and self.ray_cpus is not None:
             from kernelsage.errors import ConfigurationError
 

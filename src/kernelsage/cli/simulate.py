@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from kernelsage.cli.common import JsonOption, console, err_console, open_store, print_json, say
-from kernelsage.cli.scale_options import RayCpusOption, RayOption, ScaleOptions
+from kernelsage.cli.scale_options import RayCpusOption, RayInsecureOption, RayOption, ScaleOptions
 from kernelsage.errors import ConfigurationError
 
 DEFAULT_POLICIES = "sage,uniform,atu-only,random-ugc,none,value"
@@ -62,6 +62,7 @@ def simulate(
     report: bool = typer.Option(True, "--report/--no-report", help="Write the Markdown/HTML report with plots."),
     ray: str | None = RayOption,
     ray_cpus: int | None = RayCpusOption,
+    ray_insecure: bool = RayInsecureOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Check what the memory learns in a seeded synthetic world: a stochastic STAND-IN plays the generator
@@ -70,7 +71,7 @@ def simulate(
 
     from rich.progress import Progress
 
-    target = ScaleOptions(ray=ray, ray_cpus=ray_cpus).target()  # before anything heavy loads
+    target = ScaleOptions(ray=ray, ray_cpus=ray_cpus, ray_insecure=ray_insecure).target()  # before anything heavy loads
 
     from kernelsage.evals.simulator.report import write_simulation_report
     from kernelsage.evals.simulator.standin import StandInConfig

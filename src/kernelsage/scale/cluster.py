@@ -5,22 +5,33 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import ExitStack, contextmanager, redirect_stdout
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from kernelsage.errors import ConfigurationError
+from kernelsage.errors import ConfigurationError, KernelsageError
+from kernelsage.scale.probe import PROBE_S, open_cluster, probe
 
 INSTALL_HINT = "pip install 'kernelsage[ray]'"
 NAMESPACE = "kernelsage"  # Ray namespace of the named actors (the model-call gates)
+LOOPBACK = "127.0.0.1"
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray keeps a node's addresses on loopback
+AUTH_MODE = "RAY_AUTH_MODE"
 # What a worker must see of the driver's environment: kernelsage's settings, the model's endpoint and key, the
 # database, the offline embedding model. A started local cluster inherits it anyway; a joined one does not.
 FORWARDED_PREFIXES = ("KERNELSAGE_", "OPENAI_", "HF_", "TRANSFORMERS_", "LANGSMITH_", "LANGCHAIN_")
 FORWARDED_NAMES = ("DATABASE_URL",)
+# Ray keeps a job's runtime environment in its control store (the dashboard and the state API show it, its agent
+# logs it): settings whose name says they are a credential, and the database URL (it may hold a password), travel
+# instead as an argument of each stream's task, which neither shows.
+SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
 
 def import_ray() -> Any:
@@ -38,13 +49,14 @@ class RayTarget:
 
     address: str  # "local", "auto" or host:port / ray://host:port
     cpus: int | None = None  # CPUs of a started local cluster (default: all of this machine's)
+    insecure: bool = False  # join a cluster that checks no token (the user said so)
 
     @property
     def local(self) -> bool:
         return self.address == "local"
 
 
-def ray_target(option: str | None, cpus: int | None = None) -> RayTarget | None:
+def ray_target(option: str | None, cpus: int | None = None, insecure: bool = False) -> RayTarget | None:
     """What `--ray` (else RAY_ADDRESS) names, checked without importing Ray; None: run sequentially."""
     address = (option or "").strip()
     if option is not None and not address:
@@ -56,13 +68,34 @@ def ray_target(option: str | None, cpus: int | None = None) -> RayTarget | None:
     if address != "local" and address != "auto" and ":" not in address:
         raise ConfigurationError(f"--ray {address}: give local, auto, or an address such as 10.0.0.1:6379 or "
                                  "ray://10.0.0.1:10001")
-    return RayTarget(address=address, cpus=cpus)
+    if insecure and address == "local":
+        raise ConfigurationError("--ray-insecure joins a cluster that checks no token; --ray local starts one "
+                                 "that does")
+    return RayTarget(address=address, cpus=cpus, insecure=insecure)
+
+
+def is_secret_setting(name: str) -> bool:
+    """Whether a forwarded setting is a credential (or may hold one) and must stay out of the runtime environment."""
+    upper = name.upper()
+    return name in FORWARDED_NAMES or any(part in upper for part in SECRET_NAME_PARTS)
 
 
 def forwarded_environment() -> dict[str, str]:
-    """The driver's settings a worker needs, for Ray's runtime environment."""
+    """The driver's settings a worker needs that are not secret, for Ray's runtime environment."""
     return {name: value for name, value in os.environ.items()
-            if name.startswith(FORWARDED_PREFIXES) or name in FORWARDED_NAMES}
+            if (name.startswith(FORWARDED_PREFIXES) or name in FORWARDED_NAMES) and not is_secret_setting(name)}
+
+
+def worker_secrets() -> dict[str, str]:
+    """The driver's secret settings a stream's worker needs (the model's and LangSmith's keys, the database URL),
+    handed to each stream as a task argument; `adopt_secrets` puts them in the worker's environment."""
+    return {name: value for name, value in os.environ.items()
+            if (name.startswith(FORWARDED_PREFIXES) or name in FORWARDED_NAMES) and is_secret_setting(name)}
+
+
+def adopt_secrets(secrets: dict[str, str]) -> None:
+    """In a stream's worker, before anything reads them: the driver's secret settings."""
+    os.environ.update(secrets)
 
 
 def multi_host_problem(nodes: list[dict[str, Any]], database_set: bool) -> str | None:
@@ -78,31 +111,32 @@ def multi_host_problem(nodes: list[dict[str, Any]], database_set: bool) -> str |
 @contextmanager
 def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
     """Ray, initialised for the command: a local cluster started (and stopped at the end), or the cluster at
-    the address joined (and left). A cluster of several hosts without DATABASE_URL is refused here."""
+    the address joined (and left). Refused in one line: an address where no cluster answers in bounded time, a
+    cluster that refuses this driver's token, a cluster anyone may join (unless `target.insecure`), a cluster of
+    several hosts without DATABASE_URL."""
     ray = import_ray()
     options: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.WARNING,
                                "runtime_env": {"env_vars": forwarded_environment()}}
-    if target.local:
-        # Ray nices its workers (15) by default; on a machine the command shares, its streams and evaluators
-        # would then wait behind every other process while the driver does not.
-        options.update(num_cpus=target.cpus, _system_config={"worker_niceness": 0})
-        os.environ.pop("RAY_ADDRESS", None)  # else ray.init joins that cluster instead of starting one
-    else:
-        options["address"] = target.address
-    # Ray prints what its processes report (a worker that died, say) on the driver's stdout, which under
-    # --json holds one JSON document only: it goes to stderr with the rest of the narrative.
-    stop_handler = signal.getsignal(signal.SIGTERM)
-    with redirect_stdout(sys.stderr):
+    with ExitStack() as undo:
+        undo.enter_context(_authentication_mode_restored())  # Ray and use_token_if_available set it process-wide
+        if target.local:
+            undo.enter_context(loopback_only())
+            temp_dir = undo.enter_context(_own_temp_dir())
+            # Ray nices its workers (15) by default; on a machine the command shares, its streams and evaluators
+            # would then wait behind every other process while the driver does not. address="local" starts a
+            # cluster even where `ray start` left one in Ray's default temp folder.
+            options.update(address="local", num_cpus=target.cpus, _node_ip_address=LOOPBACK, _temp_dir=temp_dir,
+                           _system_config={"worker_niceness": 0})
+        else:
+            use_token_if_available()
+            if is_loopback(target.address):  # a cluster bound to loopback is reached from this host's loopback
+                undo.enter_context(loopback_only())
+            _check_answers(target)
+            options["address"] = target.address
+        context = _init(ray, target, options)
         try:
-            context = ray.init(**options)
-            # ray.init makes SIGTERM exit at once and silently; the command's own handler (Ctrl-C's, which
-            # says how to resume) is put back, so a SIGTERM unwinds as Ctrl-C does and Ray shuts down below.
-            if threading.current_thread() is threading.main_thread() and stop_handler is not None:
-                signal.signal(signal.SIGTERM, stop_handler)
-        except ConnectionError as exc:
-            raise ConfigurationError(f"--ray {target.address}: no Ray cluster answered ({exc}); start one with "
-                                     "`ray start --head` or use --ray local") from None
-        try:
+            if not target.local and not target.insecure and _runs_open(ray, target):
+                raise ConfigurationError(open_cluster_problem(target.address))
             problem = multi_host_problem(ray.nodes(), bool(os.environ.get("DATABASE_URL")))
             if problem:
                 raise ConfigurationError(problem)
@@ -112,3 +146,146 @@ def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
             yield ray
         finally:
             ray.shutdown()
+
+
+def _init(ray: Any, target: RayTarget, options: dict[str, Any]) -> Any:
+    # Ray prints what its processes report (a worker that died, say) on the driver's stdout, which under
+    # --json holds one JSON document only: it goes to stderr with the rest of the narrative.
+    stop_handler = signal.getsignal(signal.SIGTERM)
+    with redirect_stdout(sys.stderr):
+        try:
+            context = ray.init(**options)
+        except ray.exceptions.AuthenticationError:
+            raise ConfigurationError(token_refused_problem(target.address)) from None
+        except ConnectionError as exc:
+            raise ConfigurationError(f"--ray {target.address}: no Ray cluster answered ({exc}); start one with "
+                                     "`ray start --head` or use --ray local") from None
+    # ray.init makes SIGTERM exit at once and silently; the command's own handler (Ctrl-C's, which says how
+    # to resume) is put back, so a SIGTERM unwinds as Ctrl-C does and Ray shuts down in `connected`.
+    if threading.current_thread() is threading.main_thread() and stop_handler is not None:
+        signal.signal(signal.SIGTERM, stop_handler)
+    return context
+
+
+def _check_answers(target: RayTarget) -> None:
+    """A joined cluster's address, asked in bounded time before Ray's own connection (which waits minutes)."""
+    answer = probe(target.address)
+    if answer.answer == "refused":
+        raise ConfigurationError(token_refused_problem(target.address))
+    if answer.answer != "ok":
+        raise ConfigurationError(f"--ray {target.address}: no Ray cluster answered within {PROBE_S:.0f} s "
+                                 f"({_first_sentence(answer.detail)}); start one with `ray start --head` "
+                                 "(docs/scale.md) or use --ray local")
+    if not target.insecure and open_cluster(target.address):
+        raise ConfigurationError(open_cluster_problem(target.address))
+
+
+def _runs_open(ray: Any, target: RayTarget) -> bool:
+    """Whether the joined cluster checks no token, asked of the cluster itself: the probe cannot ask through
+    Ray Client (ray://). A worker inherits its node's authentication mode."""
+    if not target.address.startswith("ray://"):
+        return False  # the probe asked before joining
+    return ray.get(ray.remote(num_cpus=0)(_authentication_mode).remote(), timeout=PROBE_S * 4) != "token"
+
+
+def _authentication_mode() -> str:
+    return os.environ.get(AUTH_MODE, "disabled").lower()
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0].strip().rstrip(".") or "no detail"
+
+
+def token_refused_problem(address: str) -> str:
+    """The one line for a cluster that answered and refused this driver's authentication token."""
+    mode = os.environ.get(AUTH_MODE, "")
+    sent = ("no token (RAY_AUTH_MODE is not token)" if mode.lower() != "token"
+            else "a token it does not accept")
+    return (f"--ray {address}: the Ray cluster answered but refused this driver, which sent {sent}: set "
+            "RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token, "
+            "as on its head node; docs/scale.md)")
+
+
+def open_cluster_problem(address: str) -> str:
+    """The one line for a cluster that lets anyone who reaches it run code."""
+    return (f"--ray {address}: this Ray cluster does not check tokens, so anyone who reaches it can run code as its "
+            "user; start it with token authentication (RAY_AUTH_MODE=token, docs/scale.md) or, on a network you "
+            "trust, pass --ray-insecure")
+
+
+def use_token_if_available() -> None:
+    """Token authentication for a joined cluster when this host has a token, as Ray itself does only for a
+    cluster it finds on its own (`auto`); an explicit RAY_AUTH_MODE is left as it is."""
+    if AUTH_MODE in os.environ:
+        return
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if os.environ.get("RAY_AUTH_TOKEN") or (Path(path) if path else Path.home() / ".ray" / "auth_token").is_file():
+        os.environ[AUTH_MODE] = "token"
+        _reload_ray_config()
+
+
+@contextmanager
+def _authentication_mode_restored() -> Iterator[None]:
+    before = os.environ.get(AUTH_MODE)
+    try:
+        yield
+    finally:
+        if os.environ.get(AUTH_MODE) != before:
+            if before is None:
+                os.environ.pop(AUTH_MODE, None)
+            else:
+                os.environ[AUTH_MODE] = before
+            _reload_ray_config()
+
+
+def _reload_ray_config() -> None:
+    """Ray's native settings read RAY_AUTH_MODE once; a change after `import ray` needs them read again."""
+    raylet = sys.modules.get("ray._raylet")
+    if raylet is not None:
+        raylet.Config.initialize("")
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a host:port address names this host's loopback."""
+    host = address.rpartition("://")[2].rpartition(":")[0].strip("[]")
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+@contextmanager
+def loopback_only() -> Iterator[None]:
+    """Ray on this host's loopback address only, for the cluster started here and the processes it starts.
+
+    Ray replaces a loopback node address by the machine's network address, so that other hosts may join, and
+    its servers then listen there; its own switch for single-host use (named for the platforms where it is the
+    default) keeps every address on loopback. Set for the driver (read from the environment at import, so the
+    module's copy is set too) and inherited by every process of the cluster."""
+    constants = sys.modules.get("ray._private.ray_constants")
+    before_env, before_value = os.environ.get(LOOPBACK_SWITCH), getattr(constants, "ENABLE_RAY_CLUSTER", None)
+    os.environ[LOOPBACK_SWITCH] = "0"
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if before_env is None:
+            os.environ.pop(LOOPBACK_SWITCH, None)
+        else:
+            os.environ[LOOPBACK_SWITCH] = before_env
+        if constants is not None:
+            constants.ENABLE_RAY_CLUSTER = before_value
+
+
+@contextmanager
+def _own_temp_dir() -> Iterator[str]:
+    """A temp folder for the started cluster alone (Ray's default one may hold another cluster's session);
+    removed at the end, unless the command failed in a way nobody foresaw: then its logs stay, and are named."""
+    path = tempfile.mkdtemp(prefix="kernelsage-ray-")  # short: Ray's Unix sockets live under it
+    try:
+        yield path
+    except (KernelsageError, KeyboardInterrupt, SystemExit, GeneratorExit):
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    except BaseException:
+        print(f"the Ray cluster's logs are kept in {path}/session_latest/logs", file=sys.stderr)
+        raise
+    shutil.rmtree(path, ignore_errors=True)
