@@ -35,12 +35,19 @@ def test_the_addresses_ray_accepts() -> None:
         ray_target("local", insecure=True)
 
 
-def test_several_hosts_need_a_shared_database() -> None:
-    one, two = [{"Alive": True}], [{"Alive": True}, {"Alive": True}, {"Alive": False}]
-    assert multi_host_problem(one, database_set=False) is None
-    assert multi_host_problem(two, database_set=True) is None
-    problem = multi_host_problem(two, database_set=False)
-    assert problem is not None and "2 nodes" in problem and "DATABASE_URL" in problem and "\n" not in problem
+def test_several_hosts_need_a_database_every_host_reaches() -> None:
+    one_host = [{"Alive": True, "NodeManagerAddress": "10.0.0.1"}, {"Alive": True, "NodeManagerAddress": "10.0.0.1"}]
+    two_hosts = [*one_host, {"Alive": True, "NodeManagerAddress": "10.0.0.2"},
+                 {"Alive": False, "NodeManagerAddress": "10.0.0.3"}]
+    assert multi_host_problem(one_host, None) is None  # several raylets of one host: the embedded server serves them
+    assert multi_host_problem(two_hosts, "postgresql://u:p@db.example:5432/memory?sslmode=require") is None
+    for url, words in ((None, "DATABASE_URL is not set"),
+                       ("postgresql://postgres:@/postgres?host=/tmp/pgdata", "Unix socket"),
+                       ("postgresql:///memory", "Unix socket"),
+                       ("postgresql://u@localhost:5432/memory", "loopback address localhost"),
+                       ("host=127.0.0.1 dbname=memory", "loopback address 127.0.0.1")):
+        problem = multi_host_problem(two_hosts, url)
+        assert problem is not None and "2 hosts" in problem and words in problem and "\n" not in problem, problem
 
 
 def test_the_worker_environment_carries_settings_not_everything(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -98,14 +98,37 @@ def adopt_secrets(secrets: dict[str, str]) -> None:
     os.environ.update(secrets)
 
 
-def multi_host_problem(nodes: list[dict[str, Any]], database_set: bool) -> str | None:
-    """Why this cluster cannot run the command on the embedded database, or None."""
-    alive = [n for n in nodes if n.get("Alive")]
-    if database_set or len(alive) <= 1:
+def multi_host_problem(nodes: list[dict[str, Any]], database_url: str | None) -> str | None:
+    """Why the memory database cannot serve this cluster, or None: a cluster spanning several hosts (nodes of
+    distinct addresses; several nodes of one host are one host) needs a DATABASE_URL that other hosts reach."""
+    hosts = {n.get("NodeManagerAddress") for n in nodes if n.get("Alive")}
+    if len(hosts) <= 1:
         return None
-    return (f"the Ray cluster has {len(alive)} nodes but DATABASE_URL is not set: the embedded memory database "
-            "serves one host only; point DATABASE_URL at a PostgreSQL with pgvector every node reaches "
-            "(docs/scale.md)")
+    if not database_url:
+        return (f"the Ray cluster spans {len(hosts)} hosts but DATABASE_URL is not set: the embedded memory "
+                "database serves one host only; point DATABASE_URL at a PostgreSQL with pgvector every node "
+                "reaches, or start one with `kernelsage memory serve` (docs/scale.md)")
+    local = this_host_only(database_url)
+    if local:
+        return (f"the Ray cluster spans {len(hosts)} hosts but DATABASE_URL names {local}, which only this host "
+                "reaches; give an address every node reaches (docs/scale.md)")
+    return None
+
+
+def this_host_only(database_url: str) -> str | None:
+    """What in a database URL only this host reaches (a Unix socket, a loopback address), or None."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        hosts = str(conninfo_to_dict(database_url).get("host") or "").split(",")
+    except Exception:  # a malformed URL is the database layer's to report, with its own words
+        return None
+    for host in hosts:
+        if not host or host.startswith("/"):
+            return f"a Unix socket ({host or 'the default one'})"
+        if host == "localhost" or host.startswith("127.") or host == "::1":
+            return f"the loopback address {host}"
+    return None
 
 
 @contextmanager
@@ -137,7 +160,7 @@ def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
         try:
             if not target.local and not target.insecure and _runs_open(ray, target):
                 raise ConfigurationError(open_cluster_problem(target.address))
-            problem = multi_host_problem(ray.nodes(), bool(os.environ.get("DATABASE_URL")))
+            problem = multi_host_problem(ray.nodes(), os.environ.get("DATABASE_URL"))
             if problem:
                 raise ConfigurationError(problem)
             dashboard = getattr(context, "dashboard_url", "") or ""
