@@ -12,7 +12,14 @@ from typing import Any
 import psutil
 import pytest
 
-from kernelsage.scale.cluster import RayTarget, adopt_secrets, connected, is_loopback, worker_secrets
+from kernelsage.scale.cluster import (
+    RayTarget,
+    adopt_secrets,
+    checks_no_token,
+    connected,
+    is_loopback,
+    worker_secrets,
+)
 
 pytestmark = pytest.mark.slow
 SECRETS = {"KERNELSAGE_MODEL_API_KEY": "sk-model-7f3a9c", "LANGSMITH_API_KEY": "lsv2-langsmith-51c0",
@@ -58,11 +65,13 @@ def test_a_local_cluster_listens_on_loopback_and_keeps_secrets_out_of_sight(monk
         listening = _listening(psutil.Process())
         session = ray._private.worker._global_node.get_session_dir_path()
         environments = _runtime_environments(ray)
+        open_door = checks_no_token(ray)
         leaked = subprocess.run(["grep", "-rlF", *[f"-e{v}" for v in SECRETS.values()], session],
                                 capture_output=True, text=True).stdout
     assert seen == {**SECRETS, "KERNELSAGE_MODEL_BASE_URL": "http://model.example/v1"}
     assert len(listening) >= 4, listening  # the control store, the raylet, the driver's and a worker's servers
     assert all(_on_loopback(ip) for _, ip in listening), listening
+    assert not open_door  # the started cluster checks tokens (Ray's default for a local cluster, kept)
     assert "/kernelsage-ray-" in session and not session.startswith("/tmp/ray/")
     assert environments and any("model.example" in env for env in environments)  # the settings travel there
     assert not [v for v in SECRETS.values() if any(v in env for env in environments)], environments

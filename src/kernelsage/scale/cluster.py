@@ -158,7 +158,8 @@ def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
             options["address"] = target.address
         context = _init(ray, target, options)
         try:
-            if not target.local and not target.insecure and _runs_open(ray, target):
+            # The probe asked before joining; through Ray Client (ray://) only the joined cluster can say.
+            if target.address.startswith("ray://") and not target.insecure and checks_no_token(ray):
                 raise ConfigurationError(open_cluster_problem(target.address))
             problem = multi_host_problem(ray.nodes(), os.environ.get("DATABASE_URL"))
             if problem:
@@ -203,11 +204,9 @@ def _check_answers(target: RayTarget) -> None:
         raise ConfigurationError(open_cluster_problem(target.address))
 
 
-def _runs_open(ray: Any, target: RayTarget) -> bool:
-    """Whether the joined cluster checks no token, asked of the cluster itself: the probe cannot ask through
-    Ray Client (ray://). A worker inherits its node's authentication mode."""
-    if not target.address.startswith("ray://"):
-        return False  # the probe asked before joining
+def checks_no_token(ray: Any) -> bool:
+    """Whether the joined cluster lets anyone join, asked of the cluster itself (a worker inherits its node's
+    authentication mode)."""
     return ray.get(ray.remote(num_cpus=0)(_authentication_mode).remote(), timeout=PROBE_S * 4) != "token"
 
 
