@@ -20,6 +20,7 @@ from kernelsage.cli.common import (
     print_json,
     say,
 )
+from kernelsage.cli.memory_serve import serve
 from kernelsage.errors import ConfigurationError, NamespaceError
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
@@ -354,3 +355,6 @@ def audit(
             say(f"{found.policy}: {found.unaudited} episodes declared adoptions but carry no audit (records "
                 "written before the audit existed)")
     say(f"an item's text: kernelsage memory show ID --run {run}" + (" --policy POLICY" if len(audits) > 1 else ""))
+
+
+memory_app.command("serve")(serve)
