@@ -1,5 +1,6 @@
-"""Joining a cluster as docs/scale.md says: a head started with `ray start --head` and token authentication, a
-driver with the token joins it; without the token, with a wrong one, to a cluster that checks none, or where
+"""Joining a cluster as docs/scale.md says: a head started with `ray start --head` and token authentication, the
+memory served by `kernelsage memory serve` (TLS, password), a driver with the token and the printed DATABASE_URL
+joins and runs; without the token, with a wrong one, to a cluster that checks none, or where
 nothing listens, the command ends in one line and exit 2, within bounded time.
 
 The head runs on this host's loopback (Ray's single-host switch, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, keeps it
@@ -12,7 +13,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,16 +22,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.memory.served_process import free_port, start, stop
+
 pytestmark = pytest.mark.slow
 RAY = str(Path(sys.executable).with_name("ray"))
 STUDY = ("simulate", "--policies", "sage", "--orders", "mixed", "--seeds", "1", "--episodes", "3", "--no-report",
          "--json")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _environment(**settings: str) -> dict[str, str]:
@@ -53,7 +49,7 @@ def _stop(temp_dir: Path) -> None:
 
 
 def _head(tmp_path: Path, **settings: str) -> Iterator[str]:
-    port, temp_dir = _free_port(), Path(f"/tmp/ks-join-{secrets.token_hex(4)}")  # short: Ray's socket paths
+    port, temp_dir = free_port(), Path(f"/tmp/ks-join-{secrets.token_hex(4)}")  # short: Ray's socket paths
     started = subprocess.run([RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
                               "--num-cpus=2", f"--temp-dir={temp_dir}", "--include-dashboard=false",
                               "--disable-usage-stats"], capture_output=True, text=True, timeout=120,
@@ -90,8 +86,13 @@ def _one_line(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-def test_a_driver_with_the_token_joins(guarded_head: str, token: str, database_url: str) -> None:
-    result, _ = _simulate(guarded_head, database_url, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+def test_a_driver_with_the_token_joins_and_uses_the_served_memory(guarded_head: str, token: str,
+                                                                   tmp_path: Path) -> None:
+    served = start(tmp_path / "served", free_port())
+    try:
+        result, _ = _simulate(guarded_head, served.url, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    finally:
+        stop(served)
     assert result.returncode == 0, result.stderr[-3000:]
     study = json.loads(result.stdout)
     assert study["invariant_problems"] == [] and "sage" in study["policies"]
@@ -116,7 +117,7 @@ def test_a_cluster_that_checks_no_token_is_joined_only_when_the_user_says_so(tmp
 
 
 def test_an_address_where_nothing_answers_ends_in_bounded_time(database_url: str) -> None:
-    result, seconds = _simulate(f"127.0.0.1:{_free_port()}", database_url)
+    result, seconds = _simulate(f"127.0.0.1:{free_port()}", database_url)
     line = _one_line(result)
     assert "no Ray cluster answered" in line and "Connection refused" in line, line
     assert seconds < 30, seconds
