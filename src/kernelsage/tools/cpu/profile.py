@@ -78,6 +78,7 @@ from kernelsage.tools.judging.contents import (
     check_unseen,
     input_sets,
     unseen_calls,
+    unseen_slowdown,
 )
 from kernelsage.tools.judging.core import CheckFailed, Emit, HarnessFailure, RunnerFailed
 from kernelsage.tools.judging.instances import (
@@ -134,6 +135,10 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
         unseen = min(unseen_calls(set_bytes), int(payload["reps"]))
         timed = _Timed(judge, runner, prepared, slot, seed, task, output_check(task, case), contents)
         timed.run(int(payload["warmup"]), int(payload["reps"]), unseen)
+        if unseen_slowdown(timed.timed_calls) is not None:
+            # A burst of load on a shared machine can land on the unseen calls once; a kernel that keeps state pays
+            # on them in every pass. The verdict and the times are a second, independent pass's.
+            timed.run(int(payload["warmup"]), int(payload["reps"]), unseen)
         check_unseen(timed.timed_calls)
     except (RunnerFailed, CheckFailed) as failure:
         emit({"kind": "result", "data": {"status": failure.status.value, "message": failure.message,
@@ -182,6 +187,7 @@ class _Timed:
         self.slot_holds: list[int | None] = [None] * len(prepared)  # whose answer each slot last got
         self.slot_used = [-1] * len(prepared)
         self.unseen_made = 0
+        self.calls_made = 0  # across passes: call numbers, slots and poison never repeat an earlier pass's
         self.place_holds: list[int | None] = [None] * len(prepared)  # which set's contents each place holds now
         self.rewrite = sum(t.numel() * t.element_size() for t in prepared[0].inputs) < REWRITE_BELOW
         self.round_trip = 0.0
@@ -190,7 +196,8 @@ class _Timed:
     def run(self, warmup: int, reps: int, unseen: int) -> None:
         """Reference and candidate on the same contents, checked before the runner may run again: call by call
         where every call has fresh contents, else in batches (reference's calls, then the candidate's on the
-        same sets). `unseen` timed calls, at random positions, get an instance no call had."""
+        same sets). `unseen` timed calls, at random positions, get an instance no call had. A second run is a
+        new pass: its calls are numbered after the first's, and the times and calls kept are its own."""
         judge, n = self.judge, len(self.prepared)
         self.round_trip = self.runner.round_trip  # calibrated before the library was loaded
         self.runner.freeze()
@@ -200,6 +207,7 @@ class _Timed:
         batch = 1 if self.contents is not None else BATCH
         # repeated contents: at the start of a round followed by a whole round, two sets trade contents
         swap_at = n * self.random.randrange(1, total // n) if self.contents is None and total >= 2 * n else -1
+        first, self.calls_made = self.calls_made, self.calls_made + total
         candidate, reference, timed_calls = [], [], []
         for start in range(0, total, batch):
             calls = []
@@ -207,10 +215,10 @@ class _Timed:
                 judge.phase("harness")
                 if number == swap_at:
                     self.data_of[:] = self.swapped()
-                calls.append(self.reference_call(number, order[number], number in unseen_at))
+                calls.append(self.reference_call(first + number, order[number], number in unseen_at))
             for call in calls:
                 seconds = max(self.candidate_call(call) - self.round_trip, 1e-9)
-                if call.number >= warmup:
+                if call.number - first >= warmup:
                     candidate.append(seconds)
                     reference.append(call.reference_s)
                     timed_calls.append(TimedCall(call.number, seconds, call.reference_s, unseen=call.data < 0))

@@ -106,13 +106,19 @@ def unseen_calls(set_bytes: int) -> int:
     return max(MIN_UNSEEN, min(MOST_UNSEEN, UNSEEN_BUDGET // max(set_bytes, 1)))
 
 
+def unseen_slowdown(calls: Sequence[TimedCall]) -> float | None:
+    """How much slower, relative to the reference, the kernel was on the unseen instances than on the other timed
+    calls, when clearly so; else None."""
+    return slower_on_unseen(*call_ratios(calls))
+
+
 def check_unseen(calls: Sequence[TimedCall]) -> None:
     """CheckFailed(cached_result) when the kernel was clearly slower, relative to the reference, on the unseen
     instances than on the other timed calls: it kept something from earlier calls that paid, so its time is not
     credited (both profiles, cpu and device, judge by this rule)."""
-    seen, unseen = call_ratios(calls)
-    slowdown = slower_on_unseen(seen, unseen)
+    slowdown = unseen_slowdown(calls)
     if slowdown is not None:
+        _, unseen = call_ratios(calls)
         raise CheckFailed(Status.CACHED_RESULT, (
             f"the kernel was {slowdown:.1f}x slower, relative to the reference, on the {len(unseen)} timed calls "
             "with inputs no call had before than on the others: it reuses work kept from earlier calls, so its "
