@@ -9,6 +9,10 @@ class ConfigurationError(KernelsageError):
     """A setting, argument or input file is invalid."""
 
 
+class ClusterError(KernelsageError):
+    """The Ray cluster lost what a command needed (a node, a worker, an actor) past Ray's retries."""
+
+
 class DatabaseError(KernelsageError):
     """The memory database cannot be reached or lacks what kernelsage needs."""
 

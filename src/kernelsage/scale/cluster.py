@@ -141,9 +141,15 @@ def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
     options: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.WARNING,
                                "runtime_env": {"env_vars": forwarded_environment()}}
     with ExitStack() as undo:
+        # Ray prints what its processes report (a worker or a node that died, say) on the driver's stdout, until
+        # it shuts down; under --json stdout holds one JSON document only: it goes to stderr with the narrative.
+        undo.enter_context(redirect_stdout(sys.stderr))
         undo.enter_context(_authentication_mode_restored())  # Ray and use_token_if_available set it process-wide
         if target.local:
             undo.enter_context(loopback_only())
+            if AUTH_MODE not in os.environ:  # Ray's default for a cluster it starts, said here without its warning
+                os.environ[AUTH_MODE] = "token"
+                _reload_ray_config()
             temp_dir = undo.enter_context(_own_temp_dir())
             # Ray nices its workers (15) by default; on a machine the command shares, its streams and evaluators
             # would then wait behind every other process while the driver does not. address="local" starts a
@@ -173,17 +179,14 @@ def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
 
 
 def _init(ray: Any, target: RayTarget, options: dict[str, Any]) -> Any:
-    # Ray prints what its processes report (a worker that died, say) on the driver's stdout, which under
-    # --json holds one JSON document only: it goes to stderr with the rest of the narrative.
     stop_handler = signal.getsignal(signal.SIGTERM)
-    with redirect_stdout(sys.stderr):
-        try:
-            context = ray.init(**options)
-        except ray.exceptions.AuthenticationError:
-            raise ConfigurationError(token_refused_problem(target.address)) from None
-        except ConnectionError as exc:
-            raise ConfigurationError(f"--ray {target.address}: no Ray cluster answered ({exc}); start one with "
-                                     "`ray start --head` or use --ray local") from None
+    try:
+        context = ray.init(**options)
+    except ray.exceptions.AuthenticationError:
+        raise ConfigurationError(token_refused_problem(target.address)) from None
+    except ConnectionError as exc:
+        raise ConfigurationError(f"--ray {target.address}: no Ray cluster answered ({exc}); start one with "
+                                 "`ray start --head` or use --ray local") from None
     # ray.init makes SIGTERM exit at once and silently; the command's own handler (Ctrl-C's, which says how
     # to resume) is put back, so a SIGTERM unwinds as Ctrl-C does and Ray shuts down in `connected`.
     if threading.current_thread() is threading.main_thread() and stop_handler is not None:

@@ -4,7 +4,8 @@ A stream compiles on its own worker (compiles run in parallel anywhere); verify 
 whose evaluators run one job at a time, so a timed run holds its device alone. Ray places each evaluator on
 its device (`resources={"NPU": 1}` sets ASCEND_RT_VISIBLE_DEVICES, `num_gpus=1` CUDA_VISIBLE_DEVICES) and
 restarts one that dies; a job it was running is retried on the new one (verify and profile change nothing
-outside their result, so a retry is safe).
+outside their result, so a retry is safe). The cpu backend's evaluators and the pool stay on the driver's
+node (placement.py), so a lost worker node takes none of them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from kernelsage.errors import ConfigurationError
 from kernelsage.scale.cluster import import_ray
+from kernelsage.scale.placement import pinned_to
 
 JOB_RETRIES = 3  # retries of a job whose evaluator died under it (each on the restarted actor)
 
@@ -111,13 +113,15 @@ class DevicePool:
         return [await e.pid.remote() for e in self.evaluators]
 
 
-def start_pool(ray: Any, *, backend: str, suite: str, suite_format: str, cpu_slots: int) -> tuple[Any, DevicePlan]:
-    """The evaluator actors for this backend on this cluster, behind one pool actor."""
+def start_pool(ray: Any, *, backend: str, suite: str, suite_format: str, cpu_slots: int,
+               evaluators_on: str | None = None, pool_on: str | None = None) -> tuple[Any, DevicePlan]:
+    """The evaluator actors for this backend on this cluster, behind one pool actor; each kept on the node
+    named (capacity.evaluator_home, the driver's), else where Ray places it."""
     plan = device_plan(backend, ray.cluster_resources(), cpu_slots)
     evaluator = ray.remote(max_restarts=-1, max_task_retries=JOB_RETRIES)(Evaluator)
-    evaluators = [evaluator.options(**plan.resources).remote(backend, suite, suite_format, device, plan.count)
-                  for device in range(plan.count)]
-    pool = ray.remote(num_cpus=0, max_concurrency=1000)(DevicePool).remote(evaluators)
+    evaluators = [evaluator.options(**plan.resources, **pinned_to(evaluators_on))
+                  .remote(backend, suite, suite_format, device, plan.count) for device in range(plan.count)]
+    pool = ray.remote(num_cpus=0, max_concurrency=1000)(DevicePool).options(**pinned_to(pool_on)).remote(evaluators)
     return pool, plan
 
 

@@ -16,6 +16,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableBinding
 
 from kernelsage.scale.cluster import import_ray
+from kernelsage.scale.placement import pinned_to
 
 POLL_S = 0.02
 
@@ -51,10 +52,11 @@ def gate_name(endpoint: str) -> str:
     return "kernelsage-model-calls-" + hashlib.sha256(endpoint.encode()).hexdigest()[:16]
 
 
-def open_gate(ray: Any, endpoint: str, limit: int, lease_s: float) -> Any:
-    """The endpoint's gate, created by the driver before any stream starts."""
+def open_gate(ray: Any, endpoint: str, limit: int, lease_s: float, on: str | None = None) -> Any:
+    """The endpoint's gate, created by the driver before any stream starts, on node `on` (the driver's: it
+    has no restarts, and a lost worker node must not take the permits with it)."""
     remote = ray.remote(num_cpus=0, max_concurrency=1000)(CallGate)
-    return remote.options(name=gate_name(endpoint), get_if_exists=True).remote(limit, lease_s)
+    return remote.options(name=gate_name(endpoint), get_if_exists=True, **pinned_to(on)).remote(limit, lease_s)
 
 
 class ModelCallLimit(BaseCallbackHandler):

@@ -6,6 +6,9 @@ the records and the report exactly as the sequential command does. A stream's wo
 model, store connection and graph; its episodes run under the Postgres checkpointer, so a worker that dies
 is replaced by Ray (the task is retried) and the stream resumes: finished episodes are read from the JSONL,
 the unfinished one continues from its last step, and the episode commit's ledger keeps memory effects once.
+Streams are spread over the nodes, and one whose node was lost runs again on another the same way; the
+run's actors stay on the driver's node (placement.py). Before any of it, the cluster is checked to hold the
+evaluators and a stream (capacity.py): a run that could only wait ends at once, saying what to change.
 """
 
 from __future__ import annotations
@@ -21,15 +24,24 @@ from rich.console import Console
 from kernelsage.errors import ConfigurationError, KernelsageError
 from kernelsage.evals.experiment import Experiment, ExperimentStopped
 from kernelsage.evals.records import EpisodeRecord, StreamStop
-from kernelsage.scale.board import Display, open_board
-from kernelsage.scale.cluster import import_ray
-from kernelsage.scale.devices import PooledBackend, start_pool
+from kernelsage.scale.board import Display, open_board, waiting_streams
+from kernelsage.scale.capacity import (
+    alive_nodes,
+    capacity_problem,
+    evaluator_home,
+    evaluator_needs,
+    waiting_reason,
+)
+from kernelsage.scale.cluster import adopt_secrets, import_ray, worker_secrets
+from kernelsage.scale.devices import DevicePlan, PooledBackend, device_plan, start_pool
+from kernelsage.scale.faults import cluster_failure
 from kernelsage.scale.gate import limit_calls, open_gate
+from kernelsage.scale.placement import SPREAD, this_node
 
 # A stream mostly waits for its model; its compiles are short. A quarter of a CPU lets four streams share a
 # core while the evaluators keep whole CPUs for timing.
 STREAM_CPUS = 0.25
-STREAM_RETRIES = 3  # Ray reruns a stream whose worker died this many times; each run resumes the last
+STREAM_RETRIES = 3  # Ray reruns a stream whose worker or node died this many times; each run resumes the last
 WAIT_S = 0.5  # how often the display is redrawn
 
 
@@ -41,6 +53,7 @@ class StreamJob:
     pool: Any
     board: Any
     gate: Any | None
+    secrets: dict[str, str]  # the driver's keys and database URL: a task argument, which no state query shows
 
 
 @dataclass(frozen=True)
@@ -60,8 +73,9 @@ def run_stream_job(job: StreamJob) -> StreamOutcome:
     from kernelsage.tasks.loaders import load_suite
     from kernelsage.tools.backend import get_backend
 
+    adopt_secrets(job.secrets)
     experiment, policy, board = job.experiment, job.policy, job.board
-    board.started.remote(policy, os.getpid())
+    board.started.remote(policy, os.getpid(), this_node(import_ray()))
     suite = load_suite(experiment.suite, experiment.suite_format)
     tasks = stream_tasks(experiment, suite)
     chat_model = model_from_spec(experiment.model)
@@ -121,22 +135,32 @@ def run_on_ray(experiment: Experiment, *, chat_model: Any, console: Console, eva
     tasks = stream_tasks(experiment, load_suite(experiment.suite, experiment.suite_format))
     if not tasks:
         raise ConfigurationError(f"the stream is empty: suite {experiment.suite!r}, order {experiment.order!r}")
+    driver = this_node(ray)
+    plan = device_plan(experiment.backend, ray.cluster_resources(), eval_slots)
+    home = _checked_capacity(ray, plan, driver)
     url = _database_url(experiment)
     endpoint = model_endpoint(chat_model)
     metadata = run_metadata(experiment, model_name(chat_model), url, endpoint)
     write_run_metadata(experiment.run_dir, metadata)
     with MemoryStore.connect(url) as store:
         prepare_memories(store, experiment, make_embeddings(), experiment.backend)
+        _prepare_checkpoints(url)
         pool, _ = start_pool(ray, backend=experiment.backend, suite=experiment.suite,
-                             suite_format=experiment.suite_format, cpu_slots=eval_slots)
-        gate = open_gate(ray, endpoint or experiment.model, max_model_calls, ModelLimits.from_env().deadline) \
-            if max_model_calls else None
-        board = open_board(ray)
+                             suite_format=experiment.suite_format, cpu_slots=eval_slots, evaluators_on=home,
+                             pool_on=driver)
+        gate = open_gate(ray, endpoint or experiment.model, max_model_calls, ModelLimits.from_env().deadline,
+                         on=driver) if max_model_calls else None
+        board = open_board(ray, on=driver)
         shared = dataclasses.replace(experiment, run_dir=experiment.run_dir.resolve())
-        stream = ray.remote(num_cpus=STREAM_CPUS, max_retries=STREAM_RETRIES, retry_exceptions=False)(run_stream_job)
+        # Retries cover a worker or a node that died (Ray's system failures), not an error of the stream's own.
+        stream = ray.remote(num_cpus=STREAM_CPUS, max_retries=STREAM_RETRIES, retry_exceptions=False,
+                            scheduling_strategy=SPREAD)(run_stream_job)
+        secrets = worker_secrets()
         refs = {policy: stream.remote(StreamJob(experiment=shared, policy=policy, url=url, pool=pool, board=board,
-                                                gate=gate)) for policy in experiment.policies}
-        outcomes = _gather(ray, refs, board, pool, Display(console, dict.fromkeys(experiment.policies, len(tasks))))
+                                                gate=gate, secrets=secrets)) for policy in experiment.policies}
+        watch = _Watch(board=board, pool=pool, evaluator_cpus=evaluator_needs(plan).get("CPU", 0.0) * plan.count,
+                       display=Display(console, dict.fromkeys(experiment.policies, len(tasks))))
+        outcomes = _gather(ray, refs, watch, run_id=experiment.run_id)
         results = {p: _kept(experiment, p, outcomes.get(p)) for p in experiment.policies}
         stop = _first_stop(experiment, outcomes, results, len(tasks))
         write_run_metadata(experiment.run_dir, metadata.model_copy(
@@ -146,13 +170,54 @@ def run_on_ray(experiment: Experiment, *, chat_model: Any, console: Console, eva
     return results
 
 
-def _gather(ray: Any, refs: dict[str, Any], board: Any, pool: Any, display: Display) -> dict[str, StreamOutcome]:
+def _prepare_checkpoints(url: str) -> None:
+    """The checkpointer's tables, made once before the streams start: each stream's `setup()` applies
+    LangGraph's migrations, and several streams applying them at once on a fresh database collide
+    (a duplicate key in checkpoint_migrations)."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+
+
+def _checked_capacity(ray: Any, plan: DevicePlan, driver: str) -> str | None:
+    """Where the evaluators are kept (the driver's node, or None: where Ray places them), once the cluster
+    is known to hold them and a stream; a cluster that cannot is refused in one line that says what to change."""
+    nodes = alive_nodes(ray.nodes())
+    home = evaluator_home(nodes, plan, driver)
+    problem = capacity_problem(nodes, plan, STREAM_CPUS, home)
+    if problem:
+        raise ConfigurationError(problem)
+    return home
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Watch:
+    """What the driver draws while it waits: the board, the pool's devices, and why a stream waits."""
+
+    board: Any
+    pool: Any
+    evaluator_cpus: float  # what the evaluators hold of the cluster's CPUs
+    display: Display
+
+    def redraw(self, ray: Any, running: list[str]) -> None:
+        snapshot = ray.get(self.board.snapshot.remote())
+        waiting = waiting_streams(snapshot, running, {n.id for n in alive_nodes(ray.nodes())})
+        if waiting:
+            reason = waiting_reason(ray.available_resources().get("CPU", 0.0),
+                                    ray.cluster_resources().get("CPU", 0.0), self.evaluator_cpus, STREAM_CPUS)
+            waiting = {stream: how + reason for stream, how in waiting.items()}
+        self.display.show(snapshot, ray.get(self.pool.busy.remote()), waiting)
+
+
+def _gather(ray: Any, refs: dict[str, Any], watch: _Watch, *, run_id: str) -> dict[str, StreamOutcome]:
     """Wait for the streams, redrawing the display; a stream the model stopped cancels those still running
-    (they would meet the same endpoint), as the sequential command does not start them."""
+    (they would meet the same endpoint), as the sequential command does not start them. What the cluster
+    lost past Ray's retries ends the command in one line naming the --run-id that goes on."""
     policy_of = {ref: policy for policy, ref in refs.items()}
     pending, outcomes = list(refs.values()), {}
     try:
-        with display:
+        with watch.display:
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1, timeout=WAIT_S)
                 for ref in ready:
@@ -161,11 +226,18 @@ def _gather(ray: Any, refs: dict[str, Any], board: Any, pool: Any, display: Disp
                         for other in pending:
                             ray.cancel(other, force=True)
                         pending = []
-                display.show(ray.get(board.snapshot.remote()), ray.get(pool.busy.remote()))
+                watch.redraw(ray, [policy_of[ref] for ref in pending])
     except KeyboardInterrupt:  # stop the cluster's work too; the run resumes from the records and checkpoints
         for ref in pending:
             ray.cancel(ref, force=True)
         raise
+    except ray.exceptions.RayError as exc:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        failure = cluster_failure(ray, exc, run_id=run_id)
+        if failure is None:
+            raise
+        raise failure from None
     return outcomes
 
 
