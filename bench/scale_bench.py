@@ -54,9 +54,13 @@ def two_nodes(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
     os.environ.update({k: env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_TMPDIR")})  # before Ray loads
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
+    from kernelsage.scale.cluster import loopback_only
+
+    with loopback_only():  # the bench's cluster listens on this machine's loopback only
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
     try:
-        second = cluster.add_node(num_cpus=1)
+        with loopback_only():
+            second = cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
         yield cluster.address, {cluster.head_node.node_id: "head", second.node_id: "second"}
     finally:
