@@ -54,7 +54,7 @@ def two_nodes(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
     os.environ.update({k: env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_TMPDIR")})  # before Ray loads
     from ray.cluster_utils import Cluster
 
-    from kernelsage.scale.cluster import loopback_only
+    from kernelsage.scale.access import loopback_only
 
     with loopback_only():  # the bench's cluster listens on this machine's loopback only
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})

@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
-from kernelsage.scale.cluster import loopback_only
+from kernelsage.scale.access import loopback_only
 from tests.models.openai_server import serve
 from tests.scale.helpers import (
     InFlight,

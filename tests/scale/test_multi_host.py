@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelsage.scale.cluster import RayTarget, connected, loopback_only
+from kernelsage.scale.access import loopback_only
+from kernelsage.scale.cluster import RayTarget, connected
 
 pytestmark = pytest.mark.slow
 

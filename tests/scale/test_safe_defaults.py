@@ -12,14 +12,8 @@ from typing import Any
 import psutil
 import pytest
 
-from kernelsage.scale.cluster import (
-    RayTarget,
-    adopt_secrets,
-    checks_no_token,
-    connected,
-    is_loopback,
-    worker_secrets,
-)
+from kernelsage.scale.access import checks_no_token, is_loopback
+from kernelsage.scale.cluster import RayTarget, adopt_secrets, connected, worker_secrets
 
 pytestmark = pytest.mark.slow
 SECRETS = {"KERNELSAGE_MODEL_API_KEY": "sk-model-7f3a9c", "LANGSMITH_API_KEY": "lsv2-langsmith-51c0",

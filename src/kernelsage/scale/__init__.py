@@ -2,8 +2,9 @@
 
 Nothing below this package imports Ray; the commands import this package only when `--ray` is given.
 
-- cluster.py: what `--ray` names, joining or starting the cluster (loopback only, tokens, secrets kept out of the
-  runtime environment), the database the workers share
+- cluster.py: what `--ray` names, joining or starting the cluster (secrets kept out of the runtime
+  environment), the database the workers share
+- access.py: who can reach the cluster: loopback only for one started here, tokens for one joined
 - probe.py: whether a cluster answers at an address, and takes this driver's token, in bounded time
 - capacity.py: whether the cluster holds the evaluators and a stream, and why a stream waits
 - placement.py: the run's actors on the driver's node, streams spread over the nodes

@@ -13,17 +13,25 @@ import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, redirect_stdout
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kernelsage.errors import ConfigurationError, KernelsageError
+from kernelsage.scale.access import (
+    AUTH_MODE,
+    LOOPBACK,
+    checks_no_token,
+    environment_setting,
+    is_loopback,
+    is_loopback_host,
+    loopback_only,
+    open_cluster_problem,
+    token_refused_problem,
+    token_to_send,
+)
 from kernelsage.scale.probe import PROBE_S, open_cluster, probe
 
 INSTALL_HINT = "pip install 'kernelsage[ray]'"
 NAMESPACE = "kernelsage"  # Ray namespace of the named actors (the model-call gates)
-LOOPBACK = "127.0.0.1"
-LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray keeps a node's addresses on loopback
-AUTH_MODE = "RAY_AUTH_MODE"
 # What a worker must see of the driver's environment: kernelsage's settings, the model's endpoint and key, the
 # database, the offline embedding model. A started local cluster inherits it anyway; a joined one does not.
 FORWARDED_PREFIXES = ("KERNELSAGE_", "OPENAI_", "HF_", "TRANSFORMERS_", "LANGSMITH_", "LANGCHAIN_")
@@ -126,7 +134,7 @@ def this_host_only(database_url: str) -> str | None:
     for host in hosts:
         if not host or host.startswith("/"):
             return f"a Unix socket ({host or 'the default one'})"
-        if host == "localhost" or host.startswith("127.") or host == "::1":
+        if is_loopback_host(host):
             return f"the loopback address {host}"
     return None
 
@@ -144,12 +152,11 @@ def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
         # Ray prints what its processes report (a worker or a node that died, say) on the driver's stdout, until
         # it shuts down; under --json stdout holds one JSON document only: it goes to stderr with the narrative.
         undo.enter_context(redirect_stdout(sys.stderr))
-        undo.enter_context(_authentication_mode_restored())  # Ray and use_token_if_available set it process-wide
         if target.local:
             undo.enter_context(loopback_only())
-            if AUTH_MODE not in os.environ:  # Ray's default for a cluster it starts, said here without its warning
-                os.environ[AUTH_MODE] = "token"
-                _reload_ray_config()
+            # Tokens: Ray's default for a cluster it starts, taken here without its warning; and RAY_AUTH_MODE as
+            # it was afterwards (Ray sets it for the whole process).
+            undo.enter_context(environment_setting(AUTH_MODE, None if AUTH_MODE in os.environ else "token"))
             temp_dir = undo.enter_context(_own_temp_dir())
             # Ray nices its workers (15) by default; on a machine the command shares, its streams and evaluators
             # would then wait behind every other process while the driver does not. address="local" starts a
@@ -157,7 +164,7 @@ def connected(target: RayTarget, *, say: Any = None) -> Iterator[Any]:
             options.update(address="local", num_cpus=target.cpus, _node_ip_address=LOOPBACK, _temp_dir=temp_dir,
                            _system_config={"worker_niceness": 0})
         else:
-            use_token_if_available()
+            undo.enter_context(environment_setting(AUTH_MODE, token_to_send()))
             if is_loopback(target.address):  # a cluster bound to loopback is reached from this host's loopback
                 undo.enter_context(loopback_only())
             _check_answers(target)
@@ -207,97 +214,8 @@ def _check_answers(target: RayTarget) -> None:
         raise ConfigurationError(open_cluster_problem(target.address))
 
 
-def checks_no_token(ray: Any) -> bool:
-    """Whether the joined cluster lets anyone join, asked of the cluster itself (a worker inherits its node's
-    authentication mode)."""
-    return ray.get(ray.remote(num_cpus=0)(_authentication_mode).remote(), timeout=PROBE_S * 4) != "token"
-
-
-def _authentication_mode() -> str:
-    return os.environ.get(AUTH_MODE, "disabled").lower()
-
-
 def _first_sentence(text: str) -> str:
     return text.split(". ")[0].strip().rstrip(".") or "no detail"
-
-
-def token_refused_problem(address: str) -> str:
-    """The one line for a cluster that answered and refused this driver's authentication token."""
-    mode = os.environ.get(AUTH_MODE, "")
-    sent = ("no token (RAY_AUTH_MODE is not token)" if mode.lower() != "token"
-            else "a token it does not accept")
-    return (f"--ray {address}: the Ray cluster answered but refused this driver, which sent {sent}: set "
-            "RAY_AUTH_MODE=token and the cluster's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token, "
-            "as on its head node; docs/scale.md)")
-
-
-def open_cluster_problem(address: str) -> str:
-    """The one line for a cluster that lets anyone who reaches it run code."""
-    return (f"--ray {address}: this Ray cluster does not check tokens, so anyone who reaches it can run code as its "
-            "user; start it with token authentication (RAY_AUTH_MODE=token, docs/scale.md) or, on a network you "
-            "trust, pass --ray-insecure")
-
-
-def use_token_if_available() -> None:
-    """Token authentication for a joined cluster when this host has a token, as Ray itself does only for a
-    cluster it finds on its own (`auto`); an explicit RAY_AUTH_MODE is left as it is."""
-    if AUTH_MODE in os.environ:
-        return
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
-    if os.environ.get("RAY_AUTH_TOKEN") or (Path(path) if path else Path.home() / ".ray" / "auth_token").is_file():
-        os.environ[AUTH_MODE] = "token"
-        _reload_ray_config()
-
-
-@contextmanager
-def _authentication_mode_restored() -> Iterator[None]:
-    before = os.environ.get(AUTH_MODE)
-    try:
-        yield
-    finally:
-        if os.environ.get(AUTH_MODE) != before:
-            if before is None:
-                os.environ.pop(AUTH_MODE, None)
-            else:
-                os.environ[AUTH_MODE] = before
-            _reload_ray_config()
-
-
-def _reload_ray_config() -> None:
-    """Ray's native settings read RAY_AUTH_MODE once; a change after `import ray` needs them read again."""
-    raylet = sys.modules.get("ray._raylet")
-    if raylet is not None:
-        raylet.Config.initialize("")
-
-
-def is_loopback(address: str) -> bool:
-    """Whether a host:port address names this host's loopback."""
-    host = address.rpartition("://")[2].rpartition(":")[0].strip("[]")
-    return host == "localhost" or host.startswith("127.") or host == "::1"
-
-
-@contextmanager
-def loopback_only() -> Iterator[None]:
-    """Ray on this host's loopback address only, for the cluster started here and the processes it starts.
-
-    Ray replaces a loopback node address by the machine's network address, so that other hosts may join, and
-    its servers then listen there; its own switch for single-host use (named for the platforms where it is the
-    default) keeps every address on loopback. Set for the driver (read from the environment at import, so the
-    module's copy is set too) and inherited by every process of the cluster."""
-    constants = sys.modules.get("ray._private.ray_constants")
-    before_env, before_value = os.environ.get(LOOPBACK_SWITCH), getattr(constants, "ENABLE_RAY_CLUSTER", None)
-    os.environ[LOOPBACK_SWITCH] = "0"
-    if constants is not None:
-        constants.ENABLE_RAY_CLUSTER = False
-    try:
-        yield
-    finally:
-        if before_env is None:
-            os.environ.pop(LOOPBACK_SWITCH, None)
-        else:
-            os.environ[LOOPBACK_SWITCH] = before_env
-        if constants is not None:
-            constants.ENABLE_RAY_CLUSTER = before_value
 
 
 @contextmanager
