@@ -64,6 +64,15 @@ ROUND_FAILURES = {
 }
 
 
+class Recheck(_Record):
+    """The best kernel so far profiled again right after a round that claimed to beat it: the timings that
+    round is held against, taken in the same state of the machine."""
+
+    round: int  # the best attempt's round
+    candidate: Timing
+    reference: Timing
+
+
 class Attempt(_Record):
     """One round: the candidate written (if any) and what the backend said about it.
 
@@ -80,6 +89,7 @@ class Attempt(_Record):
     evaluation: Evaluation | None = None
     detail: str = ""
     prompt_tokens: int | None = None  # the writing prompt's tokens (the server's count, else an estimate)
+    rechecked: Recheck | None = None  # the best profiled again beside this round, when it claimed to beat it
 
     @property
     def evaluated(self) -> bool:
@@ -121,6 +131,17 @@ class Attempt(_Record):
         """Faster than `other` beyond the measured noise (each relative to its own run's reference)."""
         mine, theirs = self._timings(), other._timings()
         return mine is not None and theirs is not None and clearly_faster_relative(*mine, *theirs)
+
+    def improves_on(self, best: Attempt) -> bool:
+        """Clearly faster than `best`, and, where the best was profiled again beside this round (`rechecked`),
+        also than that fresh measurement. The reference-relative time of one kernel moved 0.9x-1.9x between runs
+        minutes apart on a shared machine: a change of the machine between two rounds is not an improvement."""
+        if not self.clearly_faster_than(best):
+            return False
+        check, mine = self.rechecked, self._timings()
+        if check is None or check.round != best.round or mine is None:
+            return True  # no fresh measurement (its profile failed, or a record from before rechecks)
+        return clearly_faster_relative(*mine, check.candidate, check.reference)
 
     def reference_comparison(self) -> int:
         """+1 when clearly faster than the reference, -1 when clearly slower, 0 when the noise hides it."""
@@ -178,11 +199,12 @@ class EpisodeOutcome(_Record):
 
 
 def best_of(correct: list[Attempt]) -> Attempt | None:
-    """The best of correct attempts in round order: a later one replaces the best only when it is clearly
-    faster (beyond the measured noise), so noise never counts as improvement."""
+    """The best of correct attempts in round order: a later one replaces the best only when it improves on it
+    (clearly faster beyond the measured noise, also against the best measured again beside it), so noise never
+    counts as improvement."""
     best: Attempt | None = None
     for attempt in correct:
-        if best is None or attempt.clearly_faster_than(best):
+        if best is None or attempt.improves_on(best):
             best = attempt
     return best
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernelsage.tasks.model import Task
 from kernelsage.tools.backend import KernelBackend
 from kernelsage.tools.redaction import redact_record
-from kernelsage.tools.results import Candidate, Evaluation
+from kernelsage.tools.results import Candidate, Evaluation, ProfileResult
 
 LOG_TAIL = 4000  # the parsed errors carry what matters; a full build log can be long
 
@@ -14,6 +14,17 @@ def evaluate_candidate(backend: KernelBackend, task: Task, files: dict[str, str]
     """Compile, then verify, then profile; stops at the first step that fails. Secret values are redacted
     from every text of the result (it is kept in the state and shown to the model)."""
     return redact_record(_evaluate(backend, task, files))
+
+
+def profile_again(backend: KernelBackend, task: Task, files: dict[str, str]) -> ProfileResult | None:
+    """A kernel already judged correct, profiled once more (its build comes from the cache); None when the
+    profile does not give both timings."""
+    compiled = backend.compile(Candidate(task_id=task.id, files=files))
+    if not compiled.ok or compiled.artifact is None:
+        return None
+    profiled = backend.profile(compiled.artifact, task)
+    usable = profiled.ok and profiled.output_correct and profiled.candidate is not None and profiled.reference
+    return profiled if usable else None
 
 
 def _evaluate(backend: KernelBackend, task: Task, files: dict[str, str]) -> Evaluation:
