@@ -212,7 +212,9 @@ def test_a_cpu_mutant_is_rejected_by_the_cases_made_for_it(cpu, suite, mutant):
     verified = _verify_cpu(cpu, suite, _task_id(mutant), _mutant(mutant, ".cpp"))
     assert not verified.correct, f"{mutant} passed every case"
     failed, expected = _failed_cases(verified), CPU_MUTANTS[mutant]
-    assert failed and (expected is None or failed <= expected), (failed, verified.message)
+    # The cases made for it must catch it; another case may too, where the fresh random inputs of a run happen to
+    # meet the flaw (seen: no_eps wrong on 1 of 70 elements of 'short' in 1 of many runs).
+    assert failed and (expected is None or failed & expected), (failed, verified.message)
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +254,7 @@ def test_a_triton_mutant_is_rejected_on_the_interpreter(triton, suite, honest_tr
     verified = _verify_triton(triton, suite, task_id, _mutant(mutant, ".py"))
     assert not verified.correct, f"{mutant} passed every case"
     failed, expected = _failed_cases(verified), TRITON_MUTANTS[mutant]
-    assert failed and (expected is None or failed <= expected), (failed, verified.message)
+    assert failed and (expected is None or failed & expected), (failed, verified.message)  # as the cpu's above
 
 
 def test_every_mutant_is_an_edit_of_its_honest_kernel():

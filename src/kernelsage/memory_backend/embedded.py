@@ -35,17 +35,17 @@ def embedded_database_url(data_dir: Path | None = None) -> str:
     with _lock:
         server = _servers.get(target)
         if server is None:
-            _prepare(target)
+            prepare_data_dir(target)
             with warnings.catch_warnings():  # pgserver warns when XDG_RUNTIME_DIR is unset; harmless
                 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-                server = _start(target)
-            _check_vectors(str(server.get_uri()), target)
+                server = start_server(target)
+            check_vectors(str(server.get_uri()), target)
             _servers[target] = server
             _track_clients(server, target)
         return str(server.get_uri())
 
 
-def _prepare(target: Path) -> None:
+def prepare_data_dir(target: Path) -> None:
     """Create the data directory and check it is writable: a one-line error with the fix if not."""
     fix = "set KERNELSAGE_HOME to a writable directory, or DATABASE_URL to a PostgreSQL server with pgvector"
     try:
@@ -86,7 +86,9 @@ def _track_clients(server: Any, target: Path) -> None:
     server_watch.start_watcher(target)
 
 
-def _start(target: Path) -> Any:
+def start_server(target: Path) -> Any:
+    """pgserver's PostgreSQL + pgvector on the data directory `target` (started, or joined when running), or
+    one line saying what to do."""
     try:
         import pgserver
     except ImportError as exc:
@@ -108,7 +110,7 @@ def _start(target: Path) -> Any:
 VECTOR_PROBE = "SELECT l2_normalize(array_fill(0.5::real, ARRAY[384])::vector) <=> array_fill(0.25::real, ARRAY[384])::vector"
 
 
-def _check_vectors(url: str, target: Path) -> None:
+def check_vectors(url: str, target: Path) -> None:
     """One vector cast and distance on the fresh server: a pgvector build that uses CPU instructions this
     machine lacks kills the server on the first vector (seen: the wheel's vector.so on a CPU without AVX-512),
     which would otherwise surface later as 'server closed the connection' in whatever touched memory first."""

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kernelsage.errors import ConfigurationError, DatabaseError
-from kernelsage.memory_backend.embedded import _check_vectors, _prepare, _start, default_data_dir
+from kernelsage.memory_backend.embedded import check_vectors, default_data_dir, prepare_data_dir, start_server
 from kernelsage.memory_backend.served_secrets import ensure_certificate, kept, secret
 from kernelsage.memory_backend.tls_front import TlsFront, listening_socket, server_context
 
@@ -136,14 +136,14 @@ def serve(paths: ServedPaths, address: str, port: int) -> ServedDatabase:
         raise DatabaseError(f"{paths.home} is served already on {running['address']} port {running['port']} "
                             f"(process {running['pid']}): `kernelsage memory serve --print-url --data {paths.home}` "
                             "prints its URL")
-    _prepare(paths.home)
+    prepare_data_dir(paths.home)
     password, admin = secret(paths.password), secret(paths.admin_password)
     new_certificate = ensure_certificate(paths.certificate, paths.key, address)
     listener = listening_socket(address, port)  # before the server starts: a taken port fails fast
     try:
         with warnings.catch_warnings():  # pgserver warns when XDG_RUNTIME_DIR is unset; harmless
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-            server = _start(paths.pgdata)
+            server = start_server(paths.pgdata)
         _without_exit_handler(server)
         _set_up(server, paths.pgdata, password=password, admin=admin)
         postmaster = server.get_postmaster_info()
@@ -192,7 +192,7 @@ def _set_up(server: Any, pgdata: Path, *, password: str, admin: str) -> None:
                             "restore it, or serve a new --data directory") from None
     # pgvector needs a superuser to be created; the nodes' role then finds it there
     admin_url = make_conninfo(socket_url, password=admin, dbname=SERVED_DATABASE)
-    _check_vectors(admin_url, pgdata)
+    check_vectors(admin_url, pgdata)
     _wait_for_passwords(socket_url)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 PROBE_S = 15.0  # how long a cluster gets to answer before the command says none did
-# The child's question: Ray's own resolution of the address (RAY_ADDRESS, `auto`), then one read of the GCS's
+# The child's question: Ray's own resolution of `auto` (RAY_ADDRESS, the last `ray start`), then one read of the GCS's
 # key-value store, which every cluster answers and whose refusal is the token check.
 _PROBE_CODE = """
 import json, socket, sys
@@ -39,7 +39,7 @@ try:
         print(json.dumps({"answer": "silent", "detail": f"nothing answers at {address}: {exc.strerror or exc}"}))
         sys.exit(0)
     GcsClient(address=address).internal_kv_get(b"session_name", namespace=b"session", timeout=5)
-    print(json.dumps({"answer": "ok", "address": address}))
+    print(json.dumps({"answer": "ok"}))
 except Exception as exc:
     name = type(exc).__name__
     answer = "refused" if name == "AuthenticationError" else "silent" if name in ("RpcError", "GetTimeoutError") \\
@@ -52,7 +52,6 @@ except Exception as exc:
 class ProbeAnswer:
     answer: str  # ok, refused, silent, unknown
     detail: str = ""
-    address: str = ""  # the GCS address Ray resolved (for `auto`)
 
 
 def probe(address: str, *, environment: dict[str, str] | None = None, timeout_s: float = PROBE_S) -> ProbeAnswer:
@@ -70,7 +69,7 @@ def probe(address: str, *, environment: dict[str, str] | None = None, timeout_s:
         found = json.loads(lines[-1])
     except (IndexError, ValueError):
         return ProbeAnswer("unknown", (done.stderr.strip().splitlines() or ["the probe printed nothing"])[-1])
-    return ProbeAnswer(found["answer"], found.get("detail", ""), found.get("address", ""))
+    return ProbeAnswer(found["answer"], found.get("detail", ""))
 
 
 def open_cluster(address: str, *, timeout_s: float = PROBE_S) -> bool:
