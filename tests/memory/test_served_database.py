@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,3 +119,21 @@ def test_the_connection_text_names_the_served_role_over_tls() -> None:
     assert rules == [["local", "all", "all", "scram-sha-256"]]
     with pytest.raises(ConfigurationError, match="not an IP address"):
         listen_address("my-host")
+
+
+def test_two_serves_of_one_directory_started_at_once_leave_one_serving(tmp_path: Path) -> None:
+    data = tmp_path / "db"
+    both = [subprocess.Popen(kernelsage("--listen", "127.0.0.1", "--port", str(free_port()), data=data),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "KERNELSAGE_HOME": str(tmp_path / "home")}) for _ in range(2)]
+    firsts = [process.stdout.readline().strip() for process in both]  # the URL, or "" once a refused one ends
+    serving = [p for p, line in zip(both, firsts, strict=True) if line.startswith("DATABASE_URL=")]
+    refused = [p for p in both if p not in serving]
+    try:
+        assert len(serving) == 1 and len(refused) == 1, firsts
+        _, said = refused[0].communicate(timeout=START_TIMEOUT_S)
+        assert refused[0].returncode == 2 and "served already" in said and len(said.strip().splitlines()) == 1
+    finally:
+        for process in serving:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=START_TIMEOUT_S)

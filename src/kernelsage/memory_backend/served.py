@@ -10,6 +10,7 @@ and, while it runs, where it listens (`served.json`).
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import json
 import signal
@@ -17,7 +18,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import quote
 
 from kernelsage.errors import ConfigurationError, DatabaseError
@@ -120,26 +121,28 @@ class ServedDatabase:
     url: str
     new_certificate: bool
     front: TlsFront
+    lock: IO[str]  # held while this process serves the directory
 
     def close(self) -> None:
         """Stop the front, then the server (fast: open sessions are ended); the data stays."""
         self.front.close()
         self.paths.state.unlink(missing_ok=True)
         stop_server(self.paths.pgdata)
+        self.lock.close()
 
 
 def serve(paths: ServedPaths, address: str, port: int) -> ServedDatabase:
     """Start the served database in `paths` on `address`:`port` and return it; a clear error when another
     process serves it already, the port is taken, or the server cannot start."""
-    running = running_state(paths)
-    if running is not None:
-        raise DatabaseError(f"{paths.home} is served already on {running['address']} port {running['port']} "
-                            f"(process {running['pid']}): `kernelsage memory serve --print-url --data {paths.home}` "
-                            "prints its URL")
     prepare_data_dir(paths.home)
-    password, admin = secret(paths.password), secret(paths.admin_password)
-    new_certificate = ensure_certificate(paths.certificate, paths.key, address)
-    listener = listening_socket(address, port)  # before the server starts: a taken port fails fast
+    lock = _serving_lock(paths)
+    try:
+        password, admin = secret(paths.password), secret(paths.admin_password)
+        new_certificate = ensure_certificate(paths.certificate, paths.key, address)
+        listener = listening_socket(address, port)  # before the server starts: a taken port fails fast
+    except BaseException:
+        lock.close()
+        raise
     try:
         with warnings.catch_warnings():  # pgserver warns when XDG_RUNTIME_DIR is unset; harmless
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
@@ -152,9 +155,25 @@ def serve(paths: ServedPaths, address: str, port: int) -> ServedDatabase:
     except BaseException:  # Ctrl-C while it starts included: no server is left behind
         listener.close()
         stop_server(paths.pgdata)
+        lock.close()
         raise
     _write_state(paths, address, port)
-    return ServedDatabase(paths, served_url(password, address, port), new_certificate, front)
+    return ServedDatabase(paths, served_url(password, address, port), new_certificate, front, lock)
+
+
+def _serving_lock(paths: ServedPaths) -> IO[str]:
+    """The served directory's lock, held while this process serves it: a second `serve` of the same directory,
+    started at the same instant or later, is refused in one line instead of racing for its password files."""
+    lock = (paths.home / "serving.lock").open("a", encoding="utf-8")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        running = running_state(paths)
+        where = f" on {running['address']} port {running['port']} (process {running['pid']})" if running else ""
+        raise DatabaseError(f"{paths.home} is served already{where}: `kernelsage memory serve --print-url --data "
+                            f"{paths.home}` prints its URL") from None
+    return lock
 
 
 def _without_exit_handler(server: Any) -> None:
