@@ -36,9 +36,14 @@ def relu(cpu_backend: Any) -> Any:
     return built.artifact
 
 
+def _cpu_pool(ray: Any, slots: int) -> Any:
+    plan = device_plan("cpu", ray.cluster_resources(), slots)
+    assert plan.count == slots
+    return start_pool(ray, plan, backend="cpu", suite="builtin", suite_format="auto")
+
+
 def test_no_two_profiles_overlap_on_one_device(ray_cluster: Any, relu: Any) -> None:
-    pool, plan = start_pool(ray_cluster, backend="cpu", suite="builtin", suite_format="auto", cpu_slots=2)
-    assert plan.count == 2
+    pool = _cpu_pool(ray_cluster, slots=2)
     receipts = ray_cluster.get([pool.run.remote("profile", "l1_relu", relu, None) for _ in range(6)])
     assert all(r.result.ok for r in receipts), [r.result.message for r in receipts]
     assert {r.device for r in receipts} == {0, 1}  # both devices served (the pool runs jobs side by side)
@@ -50,7 +55,7 @@ def test_no_two_profiles_overlap_on_one_device(ray_cluster: Any, relu: Any) -> N
 
 
 def test_a_dead_evaluator_is_replaced_and_the_job_still_runs(ray_cluster: Any, relu: Any) -> None:
-    pool, _ = start_pool(ray_cluster, backend="cpu", suite="builtin", suite_format="auto", cpu_slots=1)
+    pool = _cpu_pool(ray_cluster, slots=1)
     first = ray_cluster.get(pool.pids.remote())[0]
     os.kill(first, signal.SIGKILL)
     receipt = ray_cluster.get(pool.run.remote("verify", "l1_relu", relu, None), timeout=180)
@@ -60,7 +65,7 @@ def test_a_dead_evaluator_is_replaced_and_the_job_still_runs(ray_cluster: Any, r
 
 def test_the_pooled_backend_compiles_here_and_verifies_on_the_pool(ray_cluster: Any, cpu_backend: Any,
                                                                   suite: Any) -> None:
-    pool, _ = start_pool(ray_cluster, backend="cpu", suite="builtin", suite_format="auto", cpu_slots=1)
+    pool = _cpu_pool(ray_cluster, slots=1)
     backend = PooledBackend(cpu_backend, pool)
     built = backend.compile(Candidate(task_id="l1_leaky_relu", files={"kernel.cpp": example_source("l1_relu")}))
     assert built.ok

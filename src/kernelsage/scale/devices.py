@@ -113,16 +113,14 @@ class DevicePool:
         return [await e.pid.remote() for e in self.evaluators]
 
 
-def start_pool(ray: Any, *, backend: str, suite: str, suite_format: str, cpu_slots: int,
-               evaluators_on: str | None = None, pool_on: str | None = None) -> tuple[Any, DevicePlan]:
-    """The evaluator actors for this backend on this cluster, behind one pool actor; each kept on the node
-    named (capacity.evaluator_home, the driver's), else where Ray places it."""
-    plan = device_plan(backend, ray.cluster_resources(), cpu_slots)
+def start_pool(ray: Any, plan: DevicePlan, *, backend: str, suite: str, suite_format: str,
+               evaluators_on: str | None = None, pool_on: str | None = None) -> Any:
+    """The evaluator actors of `plan` (device_plan, checked by the caller against the cluster) behind one pool
+    actor; each kept on the node named (capacity.evaluator_home, the driver's), else where Ray places it."""
     evaluator = ray.remote(max_restarts=-1, max_task_retries=JOB_RETRIES)(Evaluator)
     evaluators = [evaluator.options(**plan.resources, **pinned_to(evaluators_on))
                   .remote(backend, suite, suite_format, device, plan.count) for device in range(plan.count)]
-    pool = ray.remote(num_cpus=0, max_concurrency=1000)(DevicePool).options(**pinned_to(pool_on)).remote(evaluators)
-    return pool, plan
+    return ray.remote(num_cpus=0, max_concurrency=1000)(DevicePool).options(**pinned_to(pool_on)).remote(evaluators)
 
 
 class PooledBackend:

@@ -145,9 +145,8 @@ def run_on_ray(experiment: Experiment, *, chat_model: Any, console: Console, eva
     with MemoryStore.connect(url) as store:
         prepare_memories(store, experiment, make_embeddings(), experiment.backend)
         _prepare_checkpoints(url)
-        pool, _ = start_pool(ray, backend=experiment.backend, suite=experiment.suite,
-                             suite_format=experiment.suite_format, cpu_slots=eval_slots, evaluators_on=home,
-                             pool_on=driver)
+        pool = start_pool(ray, plan, backend=experiment.backend, suite=experiment.suite,
+                          suite_format=experiment.suite_format, evaluators_on=home, pool_on=driver)
         gate = open_gate(ray, endpoint or experiment.model, max_model_calls, ModelLimits.from_env().deadline,
                          on=driver) if max_model_calls else None
         board = open_board(ray, on=driver)
