@@ -86,6 +86,9 @@ def test_a_stream_worker_killed_mid_episode_changes_no_count(sequential: dict[st
                and time.monotonic() < deadline and driver.poll() is None):
             time.sleep(0.1)
         workers = stream_workers(driver.pid)
+        if driver.poll() is not None:
+            pytest.fail(f"the command ended before its streams ran (exit {driver.returncode}): "
+                        f"{driver.stderr.read()[-3000:] if driver.stderr else ''}")
         assert len(workers) == 2, workers
         os.kill(min(workers), signal.SIGKILL)
         out, err = driver.communicate(timeout=420)

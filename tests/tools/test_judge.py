@@ -155,7 +155,9 @@ def test_a_timeout_kills_the_whole_sandbox_and_the_next_candidate_works(cpu_back
 
 
 def test_a_dead_worker_is_the_jobs_result_and_is_replaced(tmp_path, relu32):
-    with CpuBackend(cache_dir=tmp_path / "builds", run_limits=Limits(wall_s=20, cpu_s=40)) as backend:
+    # a wall limit far past the wait for the runner: on a busy machine the runner can start late, and the
+    # kill must come before the limit ends the stuck kernel (a timeout, not the dead worker this is about)
+    with CpuBackend(cache_dir=tmp_path / "builds", run_limits=Limits(wall_s=180, cpu_s=360)) as backend:
         stuck = backend.compile(Candidate(task_id="relu32", files={"kernel.cpp": (KERNELS / "infinite_loop.cpp")
                                                                    .read_text()}))
         honest = backend.compile(Candidate(task_id="relu32", files={"kernel.cpp": (EXAMPLES / "l1_relu.cpp")
@@ -165,7 +167,7 @@ def test_a_dead_worker_is_the_jobs_result_and_is_replaced(tmp_path, relu32):
         job.start()
         worker = backend._sandbox._process
         assert worker is not None
-        in_flight = time.monotonic() + 30  # killed only once the job runs its kernel: a runner under the worker
+        in_flight = time.monotonic() + 120  # killed only once the job runs its kernel: a runner under the worker
         while not _stray_runners(worker.pid) and time.monotonic() < in_flight:
             time.sleep(0.1)
         assert _stray_runners(worker.pid), "the job never started its runner"
