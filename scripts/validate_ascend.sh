@@ -53,7 +53,9 @@ for source in src/kernelsage/tools/ascend/examples/*.cpp; do
         2> "$REPORT/$task.err"
 done
 
-echo "== the backend's device test"
+# The built-in kernel, then NPUKernelBench's route: kernel-only mode, a tensor list, an optional input, several
+# outputs and in place, each through a fixture task's own pybind.cpp and ModelNew.
+echo "== the backend's device tests"
 "$PY" -m pytest -q -p no:cacheprovider tests/tools/ascend/test_ascend_device.py 2>&1 | tail -n 3
 device_test=${PIPESTATUS[0]}
 

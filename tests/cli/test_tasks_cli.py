@@ -209,3 +209,53 @@ def test_a_run_s_tolerance_goes_through_the_environment_for_that_run_only(monkey
     assert TOLERANCE_ENV not in os.environ
     with pytest.raises(ConfigurationError, match="tolerance 'tight'"), exported_settings(None, None, None, "tight"):
         pass  # refused before the run starts
+
+
+def test_tasks_conform_says_per_task_whether_the_backend_runs_it_as_pure_json(tmp_path):
+    done = kernelsage("tasks", "conform", "--suite", str(FIXTURES / "kernelbench_tracked"), "--backend", "triton",
+                      "--json", cache=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)  # the whole of stdout is one JSON document
+    assert result["backend"] == "triton" and result["format"] == "kernelbench" and result["routes"] == ["triton"]
+    assert {t["id"]: t["runnable"] for t in result["tasks"]} == {
+        "level1/3_Halve": True, "level1/4_Broken": False, "level1/5_Mismatch": False}
+    assert result["summary"]["tasks"] == 3 and result["summary"]["runnable"] == 1
+    assert result["tasks"][0]["routes"] == {"triton": ""} and result["tasks"][0]["reason"] is None
+
+
+def test_tasks_conform_applies_triton_ascend_s_rules_on_its_track_and_sums_up(tmp_path):
+    done = kernelsage("tasks", "conform", "--suite", str(FIXTURES / "multikernelbench_groups"), "--backend", "triton",
+                      cache=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0] == ("activation/double_relu: refused: case default: input x is float64, which triton-ascend has "
+                        "no kernels for on Ascend A2/A3 NPUs")
+    assert lines[1].startswith("activation/out_of_range: refused: its reference cannot run where kernelsage")
+    assert lines[2] == "npukernelbench_level2/1_scale_shift_backward: runnable (triton_ascend)"
+    assert lines[-1].startswith("1 of 3 tasks runnable by the triton backend as the suite's harness runs them "
+                                "(triton_ascend); 2 refused")
+    wrong = kernelsage("tasks", "conform", "--suite", str(FIXTURES / "multikernelbench_groups"), "--backend", "cuda",
+                       cache=tmp_path)
+    assert wrong.returncode == 2 and wrong.stderr.strip() == "error: --backend 'cuda': conform knows ascend and triton"
+
+
+def test_tasks_conform_loads_no_model_stack(tmp_path):
+    from tests.cli.test_light_commands import MODEL_STACK, heavy, probe
+
+    (seen,) = probe(tmp_path, ["tasks", "conform", "--suite", str(FIXTURES / "npukernelbench_structured"), "--json"])
+    assert seen["code"] == 0
+    # torch describes the cases (on the meta device, whose decompositions load torch's compiler and with it
+    # triton where it is installed); nothing of the agent's graph or models is loaded
+    assert heavy(seen["added"], tuple(name for name in MODEL_STACK if name not in ("torch", "triton"))) == []
+
+
+def test_tasks_show_gives_the_reference_s_structure_and_the_kernelbench_rule(tmp_path):
+    shown = kernelsage("tasks", "show", "level2/Norm/BiasedRmsNorm", "--suite", str(FIXTURES / "npukernelbench_structured"),
+                       cache=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "[2] bias: None (an optional input this case leaves out" in shown.stdout
+    assert "the reference returns a tuple of 2 tensors = outputs[0..1]" in shown.stdout
+    published = json.loads(kernelsage("tasks", "show", "level1/3_Halve", "--suite",
+                                      str(FIXTURES / "kernelbench_eval_per_dtype"), "--json", "--tolerance-rule",
+                                      "published", cache=tmp_path).stdout)["tolerance"]
+    assert published["rule_name"] == "published" and published["by_dtype"]["float32"] == {"atol": 0.01, "rtol": 0.01}

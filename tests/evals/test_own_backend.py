@@ -32,9 +32,9 @@ class ProtocolOnlyBackend:
         self.calls: list[str] = []
         self.closed = False
 
-    def compile(self, candidate: Candidate) -> CompileResult:
+    def compile(self, candidate: Candidate, *, task: Task | None = None) -> CompileResult:
         self.calls.append("compile")
-        return self.inner.compile(candidate)
+        return self.inner.compile(candidate, task=task)
 
     def verify(self, artifact: Artifact, task: Task) -> VerifyResult:
         self.calls.append("verify")

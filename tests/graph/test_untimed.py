@@ -40,7 +40,7 @@ class _Backend:
     def __init__(self, profile: ProfileResult) -> None:
         self._profile = profile
 
-    def compile(self, candidate: Candidate) -> CompileResult:
+    def compile(self, candidate: Candidate, **_: Any) -> CompileResult:
         return CompileResult(ok=True, status=Status.OK, artifact=Artifact(backend="stub", path="-", key="k"))
 
     def verify(self, artifact: Artifact, task: Any, **_: Any) -> VerifyResult:

@@ -138,3 +138,15 @@ def test_check_runs_a_triton_kernel_on_a_kernelbench_task(tmp_path: Path) -> Non
     report = json.loads(completed.stdout)
     assert (completed.returncode, report["correct"], report["latency"]) == (0, True, None), completed.stderr
     assert [t["language"] for t in report["suite_tracks"]] == ["triton"]
+
+
+def test_multikernelbench_s_ascend_c_tracks_name_the_ascend_backend() -> None:
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "multikernelbench_groups"
+    tracks = {track.language: track for track in suite_tracks(root / "reference", "multikernelbench")}
+    assert (tracks["ascendc"].backend, tracks["ascendc"].declared_in) == ("ascend", "backends/ascendc_backend.py")
+    direct = tracks["ascendc_direct_launch"]
+    assert direct.backend == "ascend" and direct.prompts == ("add_shot",) and not direct.evaluated
+    assert [t.language for t in track_for(list(tracks.values()), "ascend")] == ["ascendc", "ascendc_direct_launch"]
+    assert track_note(list(tracks.values()), "multikernelbench", "ascend") is None
+    kernelbench_note = track_note([tracks["triton_ascend"]], "kernelbench", "ascend")
+    assert kernelbench_note is not None and "declares no ascend track" in kernelbench_note

@@ -1,5 +1,5 @@
-"""`kernelsage tasks list|show` and `kernelsage check`: browse task suites, see a task's kernel interface,
-check one candidate kernel."""
+"""`kernelsage tasks list|show|conform` and `kernelsage check`: browse task suites, see a task's kernel
+interface, say which tasks of a checkout a backend runs as the suite's harness would, check one candidate."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ SuiteOption = typer.Option("builtin", "--suite", "-s", help="'builtin' or a path
 FormatOption = typer.Option("auto", "--format", "-f",
                             help="auto | suite | kernelbench | multikernelbench | npukernelbench.")
 UNTIMED_WORDS = "not timed: the interpreter checks correctness only"
+ToleranceRuleOption = typer.Option(
+    None, "--tolerance-rule", envvar="KERNELSAGE_TOLERANCE_RULE", metavar="RULE",
+    help="KernelBench's tolerance rule: 'checkout' (as the checkout's eval.py sets it; the default) or 'published' "
+         "(v0/v0.1: 1e-2 for every dtype). Env: KERNELSAGE_TOLERANCE_RULE.")
 
 
 @tasks_app.command("list")
@@ -72,6 +76,7 @@ def show_task(
     format: str = FormatOption,
     shape_budget: str | None = ShapeBudgetOption,
     tolerance: str | None = ToleranceOption,
+    tolerance_rule: str | None = ToleranceRuleOption,
     as_json: bool = JsonOption,
 ) -> None:
     """The kernel's interface: for every case, the inputs in order with dtypes and shapes, the attributes and
@@ -83,8 +88,8 @@ def show_task(
     from kernelsage.tasks.scaling import format_bytes
 
     # Only this task is loaded and scaled: a whole suite takes minutes to scale.
-    task = find_task(load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id]),
-                     task_id)
+    task = find_task(load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id],
+                                tolerance_rule=tolerance_rule), task_id)
     interfaces = [case_interface(task, case) for case in task.cases]
     scaling = task.origin.scaling if task.origin else None
     judged = tolerance_report(task)
@@ -108,6 +113,58 @@ def show_task(
                       + "; ".join(c.describe() for c in scaling.cases)
                       + (f"; left out: {', '.join(scaling.dropped)}" if scaling.dropped else ""), highlight=False,
                       soft_wrap=True)
+
+
+@tasks_app.command("conform")
+def conform_tasks(
+    suite: str = typer.Option(..., "--suite", "-s", help="A suite's checkout (its root or any folder below it)."),
+    backend: str = typer.Option("ascend", "--backend", "-b", help="ascend | triton."),
+    format: str = FormatOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Whether the backend can run each task of a checkout as the suite's own harness would, and if not why
+    (one line per task; a summary at the end). Reads the checkout's files only: nothing is built or run on an
+    accelerator (references run on the CPU for small cases, as a stream checks them)."""
+    if backend not in CONFORM_BACKENDS:
+        raise ConfigurationError(f"--backend {backend!r}: conform knows {' and '.join(CONFORM_BACKENDS)}")
+    from kernelsage.tasks.conformance import conform
+    from kernelsage.tasks.loaders import load_suite
+
+    report = load_suite(suite, format)
+    chosen = report.tasks[0].origin.format if report.tasks and report.tasks[0].origin else format
+    result = conform(report, suite=suite, format=chosen, backend=backend, checks=route_checks(backend))
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for verdict in result.verdicts:
+        answer = f"runnable ({', '.join(r for r, why in verdict.routes.items() if not why)})" if verdict.runnable \
+            else f"refused: {verdict.reason}"
+        console.print(f"{escape(verdict.task)}: {escape(answer)}", highlight=False, soft_wrap=True)
+    summary = result.summary()
+    console.print(f"{summary['runnable']} of {summary['tasks']} tasks runnable by the {backend} backend as the "
+                  f"suite's harness runs them ({', '.join(result.routes) or 'no route'}); {summary['refused']} "
+                  "refused" + ("" if not summary["by_reason"] else ": " + "; ".join(
+                      f"{count} {escape(kind)}" for kind, count in summary["by_reason"].items())),
+                  highlight=False, soft_wrap=True)
+
+
+CONFORM_BACKENDS = ("ascend", "triton")
+
+
+def route_checks(backend: str) -> dict[str, Any]:
+    """The backend's check of a task per route (`tasks.conformance.RouteCheck`): the Ascend route's rules for
+    the ascend backend's routes; for triton, triton-ascend's on MultiKernelBench's `triton_ascend` track (the
+    `triton` tracks run on GPUs, where the triton backend runs what loads and runs)."""
+    if backend == "ascend":
+        from kernelsage.tools.ascend.conformance import ascend_conformance
+
+        def ascend(task: Any, cases: list[dict[str, Any]]) -> str:
+            return ascend_conformance(task)
+
+        return {route: ascend for route in ("NPUKernelBench", "ascendc", "ascendc_direct_launch", "kernelsage")}
+    from kernelsage.tools.triton.ascend_frontend import npu_task_problem
+
+    return {"triton_ascend": lambda task, cases: npu_task_problem(cases)}
 
 
 UnsafeOption = typer.Option(
@@ -140,6 +197,7 @@ def check(
     unsafe_no_isolation: bool = UnsafeOption,
     shape_budget: str | None = ShapeBudgetOption,
     tolerance: str | None = ToleranceOption,
+    tolerance_rule: str | None = ToleranceRuleOption,
     memory_limit: int | None = MemoryLimitOption,
     time_limit: float | None = TimeLimitOption,
     device: str | None = DeviceOption,
@@ -154,7 +212,8 @@ def check(
     from kernelsage.tools.evaluator import evaluate_candidate
 
     check_source_file(source)
-    loaded = load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id])
+    loaded = load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id],
+                        tolerance_rule=tolerance_rule)
     task = find_task(loaded, task_id)  # only this task is loaded and scaled
     note = track_note(loaded.tracks, task.origin.format if task.origin else format, backend_name)
     if note:

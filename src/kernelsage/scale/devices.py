@@ -84,7 +84,7 @@ class Evaluator:
         started = time.time()
         task = find_task(self.suite, task_id)
         if not Path(artifact.path).exists() and candidate is not None:  # built on another host: build it here
-            artifact = self.backend.compile(candidate).artifact or artifact
+            artifact = self.backend.compile(candidate, task=task).artifact or artifact
         result = getattr(self.backend, kind)(artifact, task)
         return Receipt(result, self.device, os.getpid(), started, time.time())
 
@@ -134,11 +134,21 @@ class PooledBackend:
         self.contract_package = getattr(local, "contract_package", None)  # a user's backend's prompt contract
         self._candidates: dict[str, Any] = {}  # artifact key -> its candidate, to rebuild it on another host
 
-    def compile(self, candidate: Any) -> Any:
-        result = self.local.compile(candidate)
+    def compile(self, candidate: Any, *, task: Any = None) -> Any:
+        result = self.local.compile(candidate, task=task)
         if result.artifact is not None:
             self._candidates[result.artifact.key] = candidate
         return result
+
+    def candidate_files_for(self, task: Any) -> tuple[str, ...]:
+        from kernelsage.tools.backend import files_to_write
+
+        return files_to_write(self.local, task)
+
+    def given_files_for(self, task: Any) -> dict[str, str]:
+        from kernelsage.tools.backend import given_files
+
+        return given_files(self.local, task)
 
     def verify(self, artifact: Any, task: Any) -> Any:
         return self._run("verify", artifact, task)

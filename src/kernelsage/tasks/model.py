@@ -5,14 +5,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+from kernelsage.tasks.scaled_cases import Scaling
 from kernelsage.tasks.tolerance import KERNELSAGE_RULE, Tolerance, ToleranceRule, describe_table, tightened
-
-if TYPE_CHECKING:
-    from kernelsage.tasks.scaling import Scaling
 
 Scalar = int | float | bool | str | tuple[int, ...]
 CustomCheck = Callable[["TestCase", tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]], bool]
@@ -35,13 +33,33 @@ class TestCase:
         return self.params.get(key, default)
 
 
+TENSOR, TENSORS, NONE, ATTR, OTHER = "tensor", "tensors", "none", "attr", "other"  # kinds of Argument
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of the reference as the suite passes it (forward's, in order): a tensor, a list of
+    tensors, None (an optional input this case leaves out), a scalar attribute, or anything else; `names` are
+    its tensors' names among the flat inputs (`CaseInstance.inputs`), or its attribute's name."""
+
+    name: str
+    kind: str  # TENSOR | TENSORS | NONE | ATTR | OTHER
+    names: tuple[str, ...] = ()
+
+
 @dataclass
 class CaseInstance:
-    """A test case made concrete: named input tensors, scalar attributes, and the reference bound to them."""
+    """A test case made concrete: named input tensors, scalar attributes, and the reference bound to them.
+
+    `inputs` is the flat view the kernel ABIs use (a list of tensors is one input per item); `arguments`,
+    where the loader knows it, is the structure the suite's reference takes, and `returned` the reference as
+    it returns (a tuple, a list, nested), which `reference` flattens into the kernel's outputs."""
 
     inputs: dict[str, torch.Tensor]
     attrs: dict[str, Scalar]
     reference: Callable[[], tuple[torch.Tensor, ...]]
+    arguments: tuple[Argument, ...] = ()
+    returned: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -53,11 +71,10 @@ class TaskOrigin:
     path: str  # the file or folder that defines the task
     scaling: Scaling | None = None  # the cases fitted to a byte budget (kernelsage.tasks.scaling), if any
     tolerance: Tolerance | None = None  # a run's stricter tolerance (kernelsage.tasks.tolerance), if any
+    tolerance_rule: str | None = None  # which of the suite's rules judges it, where it has several (KernelBench)
 
     def __post_init__(self) -> None:
         if isinstance(self.scaling, Mapping):  # back from JSON (a worker's payload)
-            from kernelsage.tasks.scaling import Scaling
-
             object.__setattr__(self, "scaling", Scaling.from_dict(self.scaling))
         if isinstance(self.tolerance, Mapping):
             object.__setattr__(self, "tolerance", Tolerance(**self.tolerance))
@@ -80,6 +97,9 @@ class Task:
     # The suite's own precision rule, replacing the element-wise tolerance check where a suite defines one
     # (NPUKernelBench's custom_check_precision): (case, expected outputs, actual outputs) -> passed.
     custom_check: CustomCheck | None = None
+    # Where building one case draws more than that case (MultiKernelBench's input groups: every group at once),
+    # the bytes of one such draw as the suite's files declare them, else None.
+    draw_bytes: int | None = None
 
     def tolerance(self, dtype: str) -> Tolerance:
         """The tolerance for outputs of a dtype: the task's own, else its suite's rule (for a dtype the rule does
@@ -119,7 +139,7 @@ def tolerance_report(task: Task) -> dict[str, Any]:
            f"{rule.source})"
     if task.custom_check is not None:
         text = "the task's own custom_check_precision replaces the element-wise rule: " + text
-    return {"rule": rule.suite, "source": rule.source, "text": text,
+    return {"rule": rule.suite, "rule_name": rule.name or None, "source": rule.source, "text": text,
             "by_dtype": {dtype: dataclasses.asdict(t) for dtype, t in table.items()},
             "stricter_for_this_run": dataclasses.asdict(stricter) if stricter else None,
             "custom_check": task.custom_check is not None}
@@ -137,14 +157,6 @@ def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:
     if isinstance(value, (bool, int, float)):
         return (torch.tensor(value),)
     raise TypeError(f"a reference returned {type(value).__name__}; expected tensors")
-
-
-def describe_interface(task: Task, case: TestCase | None = None) -> str:
-    """The C ABI view of one case (default: the first): inputs, outputs and attributes in the order the kernel
-    sees them, worked out without allocating the case's tensors (see `kernelsage.tasks.interface`)."""
-    from kernelsage.tasks.interface import case_interface  # that module builds on this one
-
-    return case_interface(task, case or task.cases[0]).describe()
 
 
 def define_task(
@@ -171,7 +183,8 @@ def define_task(
         tensors = inputs(case, generator)
         attributes = attrs(case) if attrs else {}
         args = tuple(tensors.values())
-        return CaseInstance(tensors, attributes, lambda: as_outputs(reference(*args, **attributes)))
+        return CaseInstance(tensors, attributes, lambda: as_outputs(reference(*args, **attributes)),
+                            returned=lambda: reference(*args, **attributes))
 
     return Task(
         id=id, level=level, category=category, description=description, cases=tuple(cases),

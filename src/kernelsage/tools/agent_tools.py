@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from kernelsage.tasks.model import Task
-from kernelsage.tools.backend import KernelBackend
+from kernelsage.tools.backend import KernelBackend, files_to_write
 from kernelsage.tools.diagnostics import describe_mismatches, summarize_compiler_errors
 from kernelsage.tools.results import Candidate, CompileResult, ProfileResult, VerifyResult
 
@@ -34,9 +34,11 @@ def _text(payload: dict[str, Any]) -> str:
 def make_kernel_tools(backend: KernelBackend, task: Task, session: KernelSession | None = None) -> list[BaseTool]:
     """compile_kernel, verify_kernel, profile_kernel, show_mismatches and summarize_compiler_errors for `task`."""
     state = session if session is not None else KernelSession()
+    main_file = files_to_write(backend, task)[0]
 
-    def compile_kernel(source: str, file_name: str = "kernel.cpp") -> str:
-        result = backend.compile(Candidate(task_id=task.id, files={file_name: source}))
+    def compile_kernel(source: str, file_name: str = "") -> str:
+        candidate = Candidate(task_id=task.id, files={file_name or main_file: source})
+        result = backend.compile(candidate, task=task)
         state.compiled, state.verified, state.profiled = result, None, None
         return _text({"ok": result.ok, "status": result.status.value, "seconds": round(result.seconds, 3),
                       "cached": result.cached, "summary": summarize_compiler_errors(result)})
@@ -75,8 +77,9 @@ def make_kernel_tools(backend: KernelBackend, task: Task, session: KernelSession
     interface = f"task {task.id!r} on the {backend.name} backend"
     return [
         StructuredTool.from_function(compile_kernel, name="compile_kernel", description=(
-            f"Compile a kernel for {interface}. `source` is the complete source file. Returns ok/status and "
-            "the first compiler errors (or why a safeguard rejected it).")),
+            f"Compile a kernel for {interface}. `source` is the complete source file, `file_name` its name "
+            f"(default {main_file}). Returns ok/status and the first compiler errors (or why a safeguard "
+            "rejected it).")),
         StructuredTool.from_function(verify_kernel, name="verify_kernel", description=(
             f"Check the last compiled kernel against the reference of {interface} on every test case with "
             "fresh random inputs. Returns whether it is correct and, if not, the failure class and first "

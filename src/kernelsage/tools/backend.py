@@ -14,19 +14,40 @@ from kernelsage.tools.results import Artifact, Candidate, CompileResult, Profile
 class KernelBackend(Protocol):
     """Candidate in, result out: a backend knows nothing of memory or graphs.
 
+    `compile` is given the task the candidate is for whenever the caller has it (a backend may build a task's
+    candidate with files the task brings, as the ascend backend does for NPUKernelBench); one that needs no
+    task accepts and ignores it.
+
     Optional: `contract_package`, the package whose `prompt_contract.md` and `*.h` tell the model the ABI
-    (default `kernelsage.tools.<name>`; see kernelsage.graph.nodes.contract)."""
+    (default `kernelsage.tools.<name>`; see kernelsage.graph.nodes.contract); `candidate_files_for(task)`, the
+    files a candidate for that task consists of (default `candidate_files`); `given_files_for(task)`, the
+    files the task gives the model, name -> text: the fixed ones its candidate is built with, and the starting
+    point of each file the model writes (default none). Read them through `files_to_write` and
+    `given_files`."""
 
     name: str
     candidate_files: tuple[str, ...]  # the source files a candidate for this backend consists of
 
-    def compile(self, candidate: Candidate) -> CompileResult: ...
+    def compile(self, candidate: Candidate, *, task: Task | None = None) -> CompileResult: ...
 
     def verify(self, artifact: Artifact, task: Task) -> VerifyResult: ...
 
     def profile(self, artifact: Artifact, task: Task) -> ProfileResult: ...
 
     def close(self) -> None: ...
+
+
+def files_to_write(backend: KernelBackend, task: Task) -> tuple[str, ...]:
+    """The files the model writes for `task`: the backend's `candidate_files_for(task)`, else its
+    `candidate_files`."""
+    for_task = getattr(backend, "candidate_files_for", None)
+    return tuple(for_task(task)) if for_task is not None else tuple(backend.candidate_files)
+
+
+def given_files(backend: KernelBackend, task: Task) -> dict[str, str]:
+    """The files `task` gives the model on this backend (`given_files_for(task)`; none by default)."""
+    for_task = getattr(backend, "given_files_for", None)
+    return dict(for_task(task)) if for_task is not None else {}
 
 
 _FACTORIES: dict[str, Callable[..., KernelBackend]] = {}

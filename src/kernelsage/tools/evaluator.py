@@ -19,7 +19,7 @@ def evaluate_candidate(backend: KernelBackend, task: Task, files: dict[str, str]
 def profile_again(backend: KernelBackend, task: Task, files: dict[str, str]) -> ProfileResult | None:
     """A kernel already judged correct, profiled once more (its build comes from the cache); None when the
     profile does not give both timings."""
-    compiled = backend.compile(Candidate(task_id=task.id, files=files))
+    compiled = backend.compile(Candidate(task_id=task.id, files=files), task=task)
     if not compiled.ok or compiled.artifact is None:
         return None
     profiled = backend.profile(compiled.artifact, task)
@@ -28,7 +28,7 @@ def profile_again(backend: KernelBackend, task: Task, files: dict[str, str]) -> 
 
 
 def _evaluate(backend: KernelBackend, task: Task, files: dict[str, str]) -> Evaluation:
-    compiled = backend.compile(Candidate(task_id=task.id, files=files))
+    compiled = backend.compile(Candidate(task_id=task.id, files=files), task=task)
     compiled = compiled.model_copy(update={"log": compiled.log[-LOG_TAIL:]})
     if not compiled.ok or compiled.artifact is None:
         return Evaluation(status=compiled.status, compile=compiled)

@@ -23,13 +23,15 @@ from kernelsage.tools.results import Candidate, Status
 from kernelsage.tools.sandbox import Limits
 from kernelsage.tools.triton import ascend_frontend
 from kernelsage.tools.triton.backend import TritonBackend
+from kernelsage.tools.triton.source_check import npu_problems
 
 EXAMPLES = Path(ascend_frontend.__file__).parent / "examples"
 KERNELS, ATTACKS = HERE / "kernels", HERE / "attacks"
 NOTE = "npubin needs CANN (bishengir-compile not found): not compiled here"
 
 _found = ascend_frontend.probe(ascend_frontend.interpreter_path())
-pytestmark = pytest.mark.skipif(not _found.usable, reason=f"npu-frontend tests need triton-ascend: {_found.problem}")
+needs_triton_ascend = pytest.mark.skipif(not _found.usable,
+                                         reason=f"npu-frontend tests need triton-ascend: {_found.problem}")
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +53,7 @@ def marked_line(path: Path) -> int:
     return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if line.rstrip().endswith("# ERROR"))
 
 
+@needs_triton_ascend
 def test_a_correct_kernel_compiles_through_the_front_end_and_stops_where_cann_is_needed(frontend, l1_relu) -> None:
     compiled = compile_file(frontend, EXAMPLES / "l1_relu.py")
     assert compiled.ok and compiled.status is Status.OK, compiled.log
@@ -68,6 +71,7 @@ def test_a_correct_kernel_compiles_through_the_front_end_and_stops_where_cann_is
 
 
 @pytest.mark.parametrize("example", ["l2_softmax", "l3_matmul"])
+@needs_triton_ascend
 def test_reference_kernels_with_reductions_and_dots_compile_through_the_front_end(frontend, example) -> None:
     compiled = compile_file(frontend, EXAMPLES / f"{example}.py", task_id=example)
     assert compiled.ok, compiled.log
@@ -77,8 +81,8 @@ def test_reference_kernels_with_reductions_and_dots_compile_through_the_front_en
 @pytest.mark.parametrize(("kernel", "words"), [
     ("ascend_dot_1d.py", "Both inputs must be either 2D or 3D"),
     ("ascend_wrong_op.py", "has no attribute 'relu'"),
-    ("ascend_cuda_libdevice.py", "has no attribute 'cuda'"),
 ])
+@needs_triton_ascend
 def test_a_front_end_error_is_a_compile_error_at_its_line_in_kernel_py(frontend, kernel, words) -> None:
     path = KERNELS / kernel
     compiled = compile_file(frontend, path)
@@ -89,6 +93,7 @@ def test_a_front_end_error_is_a_compile_error_at_its_line_in_kernel_py(frontend,
     assert compiled.log.startswith(f"kernel.py:{first.line}:{first.column}: error: "), compiled.log
 
 
+@needs_triton_ascend
 def test_an_error_in_a_called_jit_function_names_the_call_site(frontend) -> None:
     path = KERNELS / "ascend_dot_1d.py"
     compiled = compile_file(frontend, path)
@@ -96,6 +101,7 @@ def test_an_error_in_a_called_jit_function_names_the_call_site(frontend) -> None
     assert f"in @triton.jit _square; called from _kernel at kernel.py:{call}" in compiled.errors[0].message
 
 
+@needs_triton_ascend
 def test_an_error_in_ks_kernel_itself_is_located_at_the_launch(frontend) -> None:
     path = KERNELS / "ascend_bad_launch.py"
     compiled = compile_file(frontend, path)
@@ -103,6 +109,7 @@ def test_an_error_in_ks_kernel_itself_is_located_at_the_launch(frontend) -> None
     assert compiled.errors[0].line == marked_line(path) and "SCALE" in compiled.errors[0].message
 
 
+@needs_triton_ascend
 def test_a_task_the_backend_cannot_find_is_the_harness_s_problem(frontend) -> None:
     compiled = frontend.compile(Candidate(task_id="no_such_task", files={"kernel.py": (EXAMPLES / "l1_relu.py")
                                                                          .read_text()}))
@@ -114,6 +121,7 @@ def hostile_source(secret: Path, port: int) -> str:
             .replace("@SECRET_VALUE@", "s3cr3t-value").replace("@PORT@", str(port)))
 
 
+@needs_triton_ascend
 def test_a_hostile_candidate_imported_by_the_front_end_is_contained(frontend, l1_relu, tmp_path,
                                                                      monkeypatch) -> None:
     secret = tmp_path / "secret.txt"
@@ -132,6 +140,7 @@ def test_a_hostile_candidate_imported_by_the_front_end_is_contained(frontend, l1
     assert not accepted
 
 
+@needs_triton_ascend
 def test_the_hostile_candidate_finds_the_host_without_the_sandbox(l1_relu, tmp_path, tmp_path_factory) -> None:
     """The control: unisolated (the unsafe escape hatch), the same candidate reads the host file and says so, so
     the OK above is the sandbox's doing."""
@@ -148,12 +157,14 @@ def test_the_hostile_candidate_finds_the_host_without_the_sandbox(l1_relu, tmp_p
     assert "a socket" not in compiled.errors[0].message  # the seccomp filter still refuses sockets
 
 
+@needs_triton_ascend
 def test_the_task_shapes_reach_the_launch_as_signatures_and_grids(l1_relu: Task) -> None:
     cases, skipped = ascend_frontend.task_cases(l1_relu)
     assert not skipped and [c["name"] for c in cases] == [*(c.name for c in l1_relu.cases), l1_relu.perf_case.name]
     assert cases[0]["inputs"][0]["dtype"] == "float32" and cases[0]["outputs"][0]["shape"]
 
 
+@needs_triton_ascend
 def test_every_configuration_of_an_autotuned_kernel_is_compiled(frontend) -> None:
     compiled = compile_file(frontend, KERNELS / "ascend_autotuned.py")
     assert compiled.ok, compiled.log
@@ -163,9 +174,58 @@ def test_every_configuration_of_an_autotuned_kernel_is_compiled(frontend) -> Non
 
 @pytest.mark.parametrize("kernels", [[{"signature": 5}], [{"stages": 7}], [{"constants": [1, 2]}], "kernels", 5, None,
                                      [{"stages": ["ttir", 3], "seconds": "x", "ir_chars": None}]])
+@needs_triton_ascend
 def test_a_report_forged_by_the_candidate_is_feedback_not_a_crash(kernels) -> None:
     # the report comes from the candidate's own process: any shape of it must end as a CompileResult
     artifact = ascend_frontend.Artifact(backend="triton", path="/nowhere", key="k", sha256="s")
     result = ascend_frontend.compile_result({"report": {"errors": [], "kernels": kernels}, "cases": ["vec"]},
                                             artifact, 1.0, 10.0)
     assert result.status is Status.OK and result.log.startswith("compiled through")
+
+
+# What cannot run on an Ascend NPU is refused before triton-ascend's front end reports anything ----------------
+
+INLINE_ASM = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    y = tl.inline_asm_elementwise("max.f32 $0, $1, 0f00000000;", "=r,r", [x], dtype=tl.float32, is_pure=True,
+                                  pack=1)
+    tl.store(y_ptr + offs, y, mask=offs < n)
+
+
+def ks_kernel(inputs, outputs, attrs):
+    n = outputs[0].numel()
+    _kernel[(triton.cdiv(n, 1024),)](inputs[0], outputs[0], n, BLOCK=1024)
+"""
+
+
+def test_inline_assembly_cuda_modules_and_fp64_are_refused_at_their_lines() -> None:
+    source = INLINE_ASM.replace("import triton.language as tl\n", "import triton.language as tl\n"
+                                "from triton.language.extra.hip import libdevice as amd\n")
+    source = source.replace("tl.store(y_ptr + offs, y,", "tl.store(y_ptr + offs, y.to(tl.float64),")
+    problems = npu_problems(source)
+    assert [(p.line, p.message.split(": ", 1)[1].split(" cannot")[0]) for p in problems] == [
+        (3, "triton.language.extra.hip"), (10, "triton.language.inline_asm_elementwise"),
+        (12, "triton.language.float64")]
+    assert all(" cannot run on an Ascend NPU: " in p.message and not p.forbidden for p in problems)
+    assert npu_problems((KERNELS / "ascend_cuda_libdevice.py").read_text())[0].line == \
+        marked_line(KERNELS / "ascend_cuda_libdevice.py")
+    for example in ("l1_relu", "l2_softmax", "l3_matmul"):  # what runs there is left alone
+        assert npu_problems((EXAMPLES / f"{example}.py").read_text()) == []
+
+
+@needs_triton_ascend
+@pytest.mark.parametrize("kernel", ["inline_asm", "ascend_cuda_libdevice.py"])
+def test_the_front_end_refuses_what_cannot_run_on_an_npu_with_one_line(frontend, tmp_path, kernel) -> None:
+    path = KERNELS / kernel if kernel.endswith(".py") else tmp_path / "kernel.py"
+    if kernel == "inline_asm":
+        path.write_text(INLINE_ASM)
+    compiled = compile_file(frontend, path)
+    assert compiled.status is Status.COMPILE_ERROR and not compiled.ok and compiled.artifact is None
+    assert len(compiled.errors) == 1 and "compiled through" not in compiled.log
+    assert compiled.log.count("\n") == 0 and "cannot run on an Ascend NPU" in compiled.log, compiled.log

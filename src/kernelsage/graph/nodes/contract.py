@@ -5,7 +5,8 @@ The contract comes from the backend's package (`kernelsage.tools.<backend>`, or 
 names in its `contract_package` attribute), read as data files so the graph does not import the backend's
 code: its `prompt_contract.md` (the files a candidate consists of, their roles, how they are built; the part
 after a `<!-- details -->` line is left out of compact prompts), then the essentials of each ABI header
-(`*.h`). A backend with neither contributes no text.
+(`*.h`). A backend with neither contributes no text. The files to write are the task's on its backend (a task
+may bring its own host side: NPUKernelBench's kernel-only mode), shown with the files the task gives.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from importlib import resources
 from importlib.abc import Traversable
 from typing import Any
 
-from kernelsage.tasks.model import Task, TestCase, describe_interface
+from kernelsage.graph.nodes.bounds import MAX_CODE_CHARS, bound
+from kernelsage.tasks.interface import describe_interface
+from kernelsage.tasks.model import Task, TestCase
+from kernelsage.tools.backend import KernelBackend, files_to_write, given_files
 
 CONTRACT_FILE = "prompt_contract.md"
 DETAILS_MARK = "<!-- details -->"
@@ -58,6 +62,18 @@ def _contract(package_name: str, name: str, compact: bool) -> str:
             text = compact_comment(text)
         parts.append(f"```c\n// {header.name}: #include it\n{text}\n```")
     return "\n\n".join(parts) or f"(the {name} backend documents no ABI header: follow the interface below)"
+
+
+def candidate_files_text(backend: KernelBackend, task: Task) -> str:
+    """The files the model writes for `task` on `backend`, then each file the task gives: fixed (built as
+    shown) or the starting point of a file to write."""
+    names = files_to_write(backend, task)
+    parts = [", ".join(names)]
+    for name, text in given_files(backend, task).items():
+        role = "your starting point for this file" if name in names else "fixed: built as shown, do not write it"
+        shown = bound(text.rstrip(), MAX_CODE_CHARS)
+        parts.append(f"\nGiven by the task: {name} ({role})\n```cpp\n{shown}\n```")
+    return "\n".join(parts)
 
 
 def compact_comment(text: str) -> str:

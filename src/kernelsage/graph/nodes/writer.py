@@ -38,6 +38,7 @@ from kernelsage.models.factory import model_name
 from kernelsage.models.limits import MODEL_MAX_TOKENS_ENV, ModelLimits
 from kernelsage.models.turns import alternating
 from kernelsage.parsing import format_parse_feedback, parse_answer
+from kernelsage.tools.backend import files_to_write
 
 
 def failed_round(round_no: int, state: EpisodeState, status: str, detail: str,
@@ -63,6 +64,7 @@ def write_candidate(*, role: str, model: BaseChatModel, resources: AgentResource
     """Ask `model` for a candidate; a malformed or cut-off answer is asked again, a bounded number of
     times. Returns the state update: the pending candidate, or a failed round (see the module docstring)."""
     shown_ids = [item.id for item in shown_items(state)]
+    expected = files_to_write(resources.backend, resources.tasks(state["task_id"]))
     system = system_message(resources.backend.name)
     base: list[BaseMessage] = [system, HumanMessage(prompt)]
     shrunk = False
@@ -95,8 +97,7 @@ def write_candidate(*, role: str, model: BaseChatModel, resources: AgentResource
             messages = alternating([*base, HumanMessage(truncation_feedback())])
             continue
         try:
-            parsed = parse_answer(text_of(answer), expected_files=resources.backend.candidate_files,
-                                  shown_ids=shown_ids)
+            parsed = parse_answer(text_of(answer), expected_files=expected, shown_ids=shown_ids)
         except ParseError as exc:
             status, detail = "parse_error", f"the answer could not be parsed: {exc}"
             echo = AIMessage(content=bound_middle(text_of(answer), MAX_ECHO_CHARS))

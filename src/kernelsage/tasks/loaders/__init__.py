@@ -16,6 +16,7 @@ from kernelsage.tasks.loaders.kernelbench import (
     load_kernelbench_file,
     task_id_for,
 )
+from kernelsage.tasks.loaders.kernelbench_rule import CHECKOUT, rule_name
 from kernelsage.tasks.loaders.npukernelbench import load_npu_dir, load_npu_task, npu_identity, task_folders
 from kernelsage.tasks.loaders.suite import load_suite_dir, load_suite_file
 from kernelsage.tasks.loaders.tracks import Track, suite_tracks
@@ -81,12 +82,15 @@ def kernelbench_family(path: Path) -> str:
 
 
 def load_suite(source: str | Path = "builtin", format: str = "auto", *, shape_budget: int | str | None = None,
-               tolerance: str | Tolerance | None = None, task_ids: Collection[str] | None = None) -> LoadReport:
+               tolerance: str | Tolerance | None = None, task_ids: Collection[str] | None = None,
+               tolerance_rule: str | None = None) -> LoadReport:
     """Load every task of a suite; broken tasks are reported in `problems` and skipped. With a
     `shape_budget` (bytes, or a size such as '64MiB'; default: KERNELSAGE_SHAPE_BUDGET, unset for none), each
     case's shapes are scaled down until its inputs and outputs fit it (`kernelsage.tasks.scaling`). With a
     `tolerance` ('1e-4' or '1e-4,1e-5'; default: KERNELSAGE_TOLERANCE, unset for the suite's own rule), every
-    task is judged by it, which must be no looser than the suite's (`kernelsage.tasks.tolerance`).
+    task is judged by it, which must be no looser than the suite's (`kernelsage.tasks.tolerance`). KernelBench
+    judges by the rule its checkout's eval.py sets, or the published one when `tolerance_rule` (default:
+    KERNELSAGE_TOLERANCE_RULE) is 'published' (`loaders.kernelbench_rule`).
 
     `task_ids` loads (and scales) only those tasks: in KernelBench and NPUKernelBench layouts an id is a path,
     so the other files are not even read (scaling a whole suite to check one task takes minutes)."""
@@ -94,10 +98,11 @@ def load_suite(source: str | Path = "builtin", format: str = "auto", *, shape_bu
         raise TaskLoadError(f"unknown task format {format!r}; choose one of {', '.join(FORMATS)}")
     budget = shape_budget_bytes(shape_budget)
     stricter = run_tolerance(tolerance)
+    named_rule = rule_name(tolerance_rule)
     root = suite_root(resolve_source(source))
     chosen = detect_format(root) if format == "auto" else format
     wanted = None if task_ids is None else frozenset(task_ids)
-    report = _load(root, chosen, wanted)
+    report = _load(root, chosen, wanted, named_rule)
     report.tracks = suite_tracks(root, chosen)
     if not report.tasks and not (wanted and report.ids):
         problems = "; ".join(f"{p.path}: {p.message}" for p in report.problems[:3])
@@ -112,7 +117,7 @@ def load_suite(source: str | Path = "builtin", format: str = "auto", *, shape_bu
     return report
 
 
-def _load(root: Path, format: str, wanted: frozenset[str] | None) -> LoadReport:
+def _load(root: Path, format: str, wanted: frozenset[str] | None, tolerance_rule: str) -> LoadReport:
     """The suite's tasks (those of `wanted` only, where given), with every id the suite has where the ids
     are paths, so that an id not found can be answered with near ones."""
     if format == "suite":
@@ -125,7 +130,7 @@ def _load(root: Path, format: str, wanted: frozenset[str] | None) -> LoadReport:
         report = load_npu_dir(root, wanted)
         report.ids = [npu_identity(folder, root)[0] for folder in task_folders(root)] if wanted is not None else []
         return report
-    report = load_kernelbench_dir(root, format, wanted)
+    report = load_kernelbench_dir(root, format, wanted, tolerance_rule)
     report.ids = [task_id_for(path, root) for path in kernelbench_files(root)] if wanted is not None else []
     return report
 
@@ -157,7 +162,7 @@ def _load_task(origin: TaskOrigin, task_id: str) -> Task:
                 return task
         raise UnknownTaskError(f"{path}: defines no task {task_id!r}")
     if origin.format in ("kernelbench", "multikernelbench"):
-        return load_kernelbench_file(path, root, origin.format)
+        return load_kernelbench_file(path, root, origin.format, origin.tolerance_rule or CHECKOUT)
     if origin.format == "npukernelbench":
         return load_npu_task(path, root)
     raise TaskLoadError(f"unknown task format {origin.format!r}")

@@ -8,7 +8,11 @@ them): each group is a test case, and the first is the performance case, as upst
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import os
+import random
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
@@ -16,12 +20,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import torch
 
 from kernelsage.errors import TaskLoadError
 from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path, reference_model
+from kernelsage.tasks.loaders.kernelbench_rule import CHECKOUT, kernelbench_rule
 from kernelsage.tasks.loaders.module_task import module_instantiate
 from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
+from kernelsage.tasks.loaders.tracks import repository_root
 from kernelsage.tasks.model import Task, TaskOrigin, TestCase
 from kernelsage.tasks.tolerance import suite_rule
 
@@ -58,9 +65,9 @@ def suite_level(path: Path, root: Path) -> int:
     return level_from_path(tuple(reversed(path.parent.parts)))
 
 
-def load_kernelbench_file(path: Path, root: Path, format: str = "kernelbench") -> Task:
+def load_kernelbench_file(path: Path, root: Path, format: str = "kernelbench", tolerance_rule: str = CHECKOUT) -> Task:
     """One task file; `format` ('kernelbench' or 'multikernelbench') names the suite whose tolerance rule
-    judges it."""
+    judges it, and `tolerance_rule` which of KernelBench's (`kernelbench_rule`)."""
     with offline_hub(), torch_npu_standin():
         try:
             module = import_file(path)
@@ -77,9 +84,11 @@ def load_kernelbench_file(path: Path, root: Path, format: str = "kernelbench") -
     category = parent if parent and not parent.lower().startswith("level") else "kernelbench"
     doc = (module.__doc__ or model_class.__doc__ or "").strip()
     description = (f"{doc}\n\n" if doc else "") + f"Reference (PyTorch, {path.name}):\n" + path.read_text()
+    draw_bytes = None
     if callable(groups):
         cases = tuple(TestCase(name=f"group_{i}", params={"group": i}) for i in range(count_groups(groups, path)))
-        make_inputs = lambda case: groups()[case["group"]]  # noqa: E731 - the suite draws every group at once
+        make_inputs = lambda case: drawn_group(path, groups, case["group"])  # noqa: E731 - all drawn at once
+        draw_bytes = declared_group_bytes(path.with_suffix(".json"))
     else:
         cases = (TestCase(name="default", params=size_globals(module)),)
         make_inputs = lambda case: module.get_inputs()  # noqa: E731
@@ -88,8 +97,11 @@ def load_kernelbench_file(path: Path, root: Path, format: str = "kernelbench") -
         description=description, cases=cases, perf_case=cases[0],
         instantiate=module_instantiate(model_class, make_inputs, lambda case: module.get_init_inputs(),
                                        scope=lambda case: module_globals(module, case.params)),
-        tolerance_rule=suite_rule(format),
-        origin=TaskOrigin(format=format, root=str(root), path=str(path)),
+        tolerance_rule=kernelbench_rule(repository_root(path, format), tolerance_rule) if format == "kernelbench"
+        else suite_rule(format),
+        origin=TaskOrigin(format=format, root=str(root), path=str(path),
+                          tolerance_rule=tolerance_rule if format == "kernelbench" else None),
+        draw_bytes=draw_bytes,
     )
 
 
@@ -131,6 +143,75 @@ def module_globals(module: ModuleType, params: Mapping[str, Any]) -> Iterator[No
             module.__dict__.update(saved)
 
 
+# Element sizes of the dtype names MultiKernelBench's JSON cases use.
+_ELEMENT_BYTES = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2, "fp16": 2,
+                  "bfloat16": 2, "bf16": 2, "int32": 4, "uint32": 4, "float32": 4, "fp32": 4, "int64": 8,
+                  "uint64": 8, "float64": 8, "fp64": 8, "complex64": 8, "complex128": 16}
+
+
+def declared_group_bytes(cases: Path) -> int | None:
+    """The bytes of every input group together, as the JSON file of cases beside a MultiKernelBench file
+    declares them (one case per line, its tensor inputs with `dtype` and `shape`): what drawing the groups
+    makes. None where there is no such file or a line does not say (an unknown dtype, no shape)."""
+    try:
+        lines = [line for line in cases.read_text(encoding="utf-8").splitlines() if line.strip()]
+        total = 0
+        for line in lines:
+            for item in json.loads(line)["inputs"]:
+                if item.get("type") != "tensor" or item.get("shape") is None:
+                    continue
+                total += math.prod(int(n) for n in item["shape"]) * _ELEMENT_BYTES[item.get("dtype", "float32")]
+        return total
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# The last draw of a file's input groups on the CPU: upstream draws every group to build one, so describing or
+# checking each case of a task would draw them all again per case. Keyed by the random generators' state, and
+# restored to the state after the draw, so a hit gives exactly what drawing again would.
+_DRAWN: dict[str, Any] = {}
+_DRAWN_LOCK = threading.Lock()
+CACHED_DRAW_BYTES = 256 << 20  # larger draws are not kept
+
+
+def drawn_group(path: Path, groups: Callable[[], list[Any]], index: int) -> list[Any]:
+    """Input group `index` of the file, drawn as upstream draws it (all groups at once), its tensors fresh
+    copies of the last identical CPU draw where there was one."""
+    if torch.get_default_device().type != "cpu":  # the meta device: shapes only, nothing worth keeping
+        return groups()[index]
+    key = (str(path), _rng_fingerprint())
+    with _DRAWN_LOCK:
+        hit = _DRAWN.get("key") == key
+        drawn, after = (_DRAWN["groups"], _DRAWN["after"]) if hit else (None, None)
+    if drawn is None:
+        drawn = groups()
+        after = _rng_states()
+        size = sum(t.nbytes for group in drawn for t in group if isinstance(t, torch.Tensor))
+        if size <= CACHED_DRAW_BYTES:
+            with _DRAWN_LOCK:
+                _DRAWN.update(key=key, groups=drawn, after=after)
+    else:
+        _set_rng_states(after)
+    return [t.clone() if isinstance(t, torch.Tensor) else t for t in drawn[index]]
+
+
+def _rng_states() -> tuple[Any, ...]:
+    return torch.get_rng_state(), np.random.get_state(), random.getstate()
+
+
+def _set_rng_states(states: tuple[Any, ...]) -> None:
+    torch.set_rng_state(states[0])
+    np.random.set_state(states[1])
+    random.setstate(states[2])
+
+
+def _rng_fingerprint() -> str:
+    torch_state, numpy_state, python_state = _rng_states()
+    digest = hashlib.sha256(torch_state.numpy().tobytes())
+    digest.update(numpy_state[1].tobytes() + repr(numpy_state[2:]).encode() + repr(python_state).encode())
+    return digest.hexdigest()
+
+
 def count_groups(groups: Callable[[], list[Any]], path: Path) -> int:
     """How many input groups a file defines, counted without allocating them where possible: on the meta
     device, else from the lines of the JSON file of cases beside it (MultiKernelBench's layout), else by
@@ -158,10 +239,11 @@ def _nonempty(count: int, path: Path) -> int:
     return count
 
 
-def load_kernelbench_dir(root: Path, format: str = "kernelbench", task_ids: Collection[str] | None = None) -> LoadReport:
+def load_kernelbench_dir(root: Path, format: str = "kernelbench", task_ids: Collection[str] | None = None,
+                        tolerance_rule: str = CHECKOUT) -> LoadReport:
     """Every task file below `root`, or only those of `task_ids` (the others are not even imported)."""
     files = kernelbench_files(root)
     if task_ids is not None:
         files = [path for path in files if task_id_for(path, root) in task_ids]
-    return collect(files, lambda path: load_kernelbench_file(path, root, format),
+    return collect(files, lambda path: load_kernelbench_file(path, root, format, tolerance_rule),
                    lambda path: (task_id_for(path, root), suite_level(path, root)))

@@ -1,7 +1,8 @@
 """Tasks whose reference is a `Model(nn.Module)` with input factories (KernelBench and NPUKernelBench styles).
 
 How a module maps onto the kernel's C ABI: the forward arguments that are tensors become the kernel's
-inputs in order, named after forward's parameters (a list of tensors becomes one input per item, `name[i]`);
+inputs in order, named after forward's parameters (a list of tensors becomes one input per item, `name[i]`;
+a None, an optional input the case leaves out, becomes none: `CaseInstance.arguments` keeps the structure);
 the module's parameters and buffers follow as inputs named `param.<name>` / `buffer.<name>`; scalar forward
 arguments and scalar constructor arguments, given or left at their defaults, become attributes named after
 their parameters, and the hyperparameters of the PyTorch layers inside (their `__constants__`: a BatchNorm's
@@ -20,7 +21,18 @@ import numpy as np
 import torch
 
 from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
-from kernelsage.tasks.model import CaseInstance, Scalar, TestCase, as_outputs
+from kernelsage.tasks.model import (
+    ATTR,
+    NONE,
+    OTHER,
+    TENSOR,
+    TENSORS,
+    Argument,
+    CaseInstance,
+    Scalar,
+    TestCase,
+    as_outputs,
+)
 
 
 def _parameter_names(function: Callable[..., Any], count: int) -> list[str]:
@@ -89,13 +101,20 @@ def module_instantiate(
             forward_args = list(make_inputs(case))
         inputs: dict[str, torch.Tensor] = {}
         attrs: dict[str, Scalar] = {}
+        arguments: list[Argument] = []
         for name, value in zip(_parameter_names(model.forward, len(forward_args)), forward_args, strict=True):
             if isinstance(value, torch.Tensor):  # a 0-dim one too: the suite's kernel receives it as a tensor
                 inputs[name] = value.detach().contiguous()
+                arguments.append(Argument(name, TENSOR, (name,)))
             elif (attr := _as_attr(value)) is not None:
                 attrs[name] = attr
+                arguments.append(Argument(name, ATTR, (name,)))
             elif _tensor_list(value):  # a list of tensors (NPUKernelBench's foreach ops): one input each
-                inputs.update({f"{name}[{i}]": t.detach().contiguous() for i, t in enumerate(value)})
+                items = {f"{name}[{i}]": t.detach().contiguous() for i, t in enumerate(value)}
+                inputs.update(items)
+                arguments.append(Argument(name, TENSORS, tuple(items)))
+            else:  # None (an optional input left out), or what no kernel ABI carries
+                arguments.append(Argument(name, NONE if value is None else OTHER))
         for name, tensor in model.named_parameters():
             inputs[f"param.{name}"] = tensor.detach().contiguous()
         for name, tensor in model.named_buffers():
@@ -109,11 +128,11 @@ def module_instantiate(
                 attrs[name] = attr  # a constructor default the suite leaves as it is (eps=1e-5, ...)
         attrs.update(layer_constants(model))
 
-        def reference() -> tuple[torch.Tensor, ...]:
+        def returned() -> Any:
             with torch.no_grad(), torch_npu_standin(), scope(case):  # some import torch_npu when called
-                return as_outputs(model(*forward_args))
+                return model(*forward_args)
 
-        return CaseInstance(inputs, attrs, reference)
+        return CaseInstance(inputs, attrs, lambda: as_outputs(returned()), tuple(arguments), returned)
 
     return instantiate
 

@@ -20,15 +20,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kernelsage.tasks.npu_unavailable import NpuUnavailable
+
 # Calls that only configure the device; harmless to skip when references run on the CPU.
 NO_OP_CALLS = frozenset({
     "set_device", "synchronize", "set_compile_mode", "set_option", "manual_seed", "manual_seed_all",
     "empty_cache", "init", "set_per_process_memory_fraction",
 })
-
-
-class NpuUnavailable(RuntimeError):
-    """An NPU-only feature was used by a reference that runs on the CPU."""
 
 
 class _Attribute:

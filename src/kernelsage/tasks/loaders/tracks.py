@@ -9,7 +9,8 @@ What declares a track, in each repository's layout:
   only the example `src/prompts/model_new_ex_add_<language>.py`.
 - MultiKernelBench: `@register_backend("<language>")` in `backends/*.py` (the evaluation) and
   `@register_prompt("<language>", "<strategy>")` in `prompt_generators/*.py` (the prompting, whose add_shot
-  example is `prompts/<language>_new_model_add.py`).
+  example is `prompts/<language>_new_model_add.py`, or for the directly launched Ascend C kernels
+  `prompts/<language>_model_add.json`).
 
 The files are read (the TOML with tomllib, Python through `ast` without running anything), never copied: a
 track records the paths, relative to the repository's root, and which kernelsage backend writes the language.
@@ -28,8 +29,10 @@ if sys.version_info >= (3, 11):
 else:  # the same parser, published for 3.10
     import tomli as tomllib
 
-# The suites' language names that a kernelsage backend writes (anything else is listed with backend None).
-BACKEND_OF = {"triton": "triton", "triton_ascend": "triton"}
+# The suites' language names that a kernelsage backend writes (anything else is listed with backend None):
+# MultiKernelBench's Ascend C tracks, an msopgen custom-operator project (`ascendc`) and a kernel launched
+# directly (`ascendc_direct_launch`), are what kernelsage's ascend backend writes.
+BACKEND_OF = {"triton": "triton", "triton_ascend": "triton", "ascendc": "ascend", "ascendc_direct_launch": "ascend"}
 TASK_FOLDER = {"kernelbench": "KernelBench", "multikernelbench": "reference"}
 KERNELBENCH_TOML = ("src/kernelbench/prompts/prompts.toml", "src/prompts/prompts.toml")
 KERNELBENCH_EXAMPLES = ("src/kernelbench/prompts", "src/prompts")
@@ -156,6 +159,7 @@ def _multikernelbench_tracks(root: Path) -> list[Track]:
                 prompt_files.setdefault(args[0], f"prompt_generators/{file.name}")
     return [Track(language=language, backend=BACKEND_OF.get(language),
                   declared_in=evaluated.get(language) or prompt_files[language],
-                  example=_existing(root, f"prompts/{language}_new_model_add.py"),
+                  example=_existing(root, f"prompts/{language}_new_model_add.py")
+                  or _existing(root, f"prompts/{language}_model_add.json"),
                   prompts=tuple(sorted(prompts.get(language, []))), evaluated=language in evaluated)
             for language in set(evaluated) | set(prompts)]

@@ -22,7 +22,7 @@ from kernelsage.errors import BackendError
 from kernelsage.tasks.model import Task
 from kernelsage.tools.ascend import commands
 from kernelsage.tools.ascend.builder import JOBS, AscendBuilder
-from kernelsage.tools.ascend.candidate import DIRECT
+from kernelsage.tools.ascend.candidate import DIRECT, SUITE
 from kernelsage.tools.ascend.devices import (
     DEFAULT_SOC,
     SOC_ENV,
@@ -36,6 +36,9 @@ from kernelsage.tools.ascend.glue import MODULE_FILE, HostHeaders, host_headers
 from kernelsage.tools.ascend.python_mirror import PythonMirror
 from kernelsage.tools.ascend.sandboxing import python_paths, reachable_by_others, read_only_paths
 from kernelsage.tools.ascend.store import AscendCache
+from kernelsage.tools.ascend.suite_build import candidate_files_for, suite_task_of
+from kernelsage.tools.ascend.suite_rules import FULL, KERNEL_ONLY, MODE_ENV, rules_for
+from kernelsage.tools.ascend.suite_task import kernel_template_for_prompt
 from kernelsage.tools.ascend.toolchain import Toolchain, ToolchainProblem, detect_toolchain
 from kernelsage.tools.isolated_backend import IsolatedBackend, job_key
 from kernelsage.tools.isolation import Isolation, give_to_sandbox
@@ -65,13 +68,18 @@ class AscendBackend(IsolatedBackend):
 
     def __init__(
         self, *, devices: Sequence[int] | None = None, soc: str | None = None, cache_dir: str | Path | None = None,
-        trials: int = 3, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS, profile_sets: int = 3,
+        trials: int | None = None, warmup: int = DEFAULT_WARMUP, reps: int = DEFAULT_REPS, profile_sets: int = 3,
         compile_limits: Limits | None = None, run_limits: Limits | None = None, unsafe_no_isolation: bool = False,
         isolation: Isolation | None = None, toolchain: Toolchain | None = None, headers: HostHeaders | None = None,
         environ: Mapping[str, str] | None = None, build_workers: int | None = None,
-        workspace_bytes: int = WORKSPACE_BYTES,
+        workspace_bytes: int = WORKSPACE_BYTES, template_mode: str | None = None,
     ) -> None:
         environ = os.environ if environ is None else environ
+        # NPUKernelBench's template mode (kernel_only | full) where the user overrides the suite's own
+        self.template_mode = template_mode if template_mode is not None else environ.get(MODE_ENV, "")
+        if self.template_mode not in ("", KERNEL_ONLY, FULL):
+            raise ToolchainProblem(f"{MODE_ENV}={self.template_mode!r}: use {KERNEL_ONLY} or {FULL}")
+        self._trials_given = trials is not None
         self.toolchain = toolchain or detect_toolchain(environ)
         self.headers = headers or host_headers()
         if devices is None:
@@ -85,7 +93,7 @@ class AscendBackend(IsolatedBackend):
         self.arch = npu_arch(self.soc)
         self.pool = DevicePool(devices)
         self.cache_dir = Path(cache_dir) if cache_dir else cache_root().with_name("ascend-builds")
-        self.trials, self.warmup, self.reps, self.profile_sets = trials, warmup, reps, profile_sets
+        self.trials, self.warmup, self.reps, self.profile_sets = trials or 3, warmup, reps, profile_sets
         self.workspace_bytes = workspace_bytes
         self.compile_limits = compile_limits or Limits(wall_s=900, cpu_s=1800, memory_bytes=16 << 30,
                                                        file_bytes=1 << 30)
@@ -109,9 +117,33 @@ class AscendBackend(IsolatedBackend):
         self.builder.close()
         self._python_mirror.close()
 
-    def compile(self, candidate: Candidate) -> CompileResult:
-        """Layout and safeguard checks, then a verified cached build or a fresh isolated one."""
-        return self.builder.compile(candidate, self.isolation, self._mirrored(self.isolation))
+    def compile(self, candidate: Candidate, task: Task | None = None) -> CompileResult:
+        """Layout and safeguard checks, then a verified cached build or a fresh isolated one. With the `task`,
+        a task that brings its own glue (NPUKernelBench's validation/pybind.cpp) is built through it, in its
+        suite's template mode (kernel-only: the candidate is op_kernel/<op>.cpp alone)."""
+        return self.builder.compile(candidate, self.isolation, self._mirrored(self.isolation), task=task,
+                                    mode=self.template_mode)
+
+    def candidate_files_for(self, task: Task) -> tuple[str, ...]:
+        """The files the model writes for `task`: its suite's operator files where the task brings its own
+        glue (kernel-only: op_kernel/<op>.cpp), else `candidate_files`."""
+        suite = suite_task_of(task)
+        if suite is None:
+            return self.candidate_files
+        return candidate_files_for(suite, rules_for(task, self.template_mode).kernel_only)
+
+    def given_files_for(self, task: Task) -> dict[str, str]:
+        """The question's files of a task that brings its own glue, as the model is shown them: its op_host
+        (kernel-only: built as given; full: the model's starting point) and its op_kernel, in kernel-only mode
+        with the signature cut after `workspace` as upstream's prompt shows it (the build adds the tiling
+        argument); none for other tasks."""
+        suite = suite_task_of(task)
+        if suite is None:
+            return {}
+        kernel_only = rules_for(task, self.template_mode).kernel_only
+        shown = {suite.host_file: suite.question_host, suite.kernel_file:
+                 kernel_template_for_prompt(suite.question_kernel) if kernel_only else suite.question_kernel}
+        return {name: text for name, text in shown.items() if text}
 
     def _mirrored(self, isolation: Isolation) -> list[tuple[str, str]]:
         """The Python environment's parts the sandbox's user cannot reach (under /root), as mirrors to bind
@@ -135,11 +167,13 @@ class AscendBackend(IsolatedBackend):
         root = Path(artifact.path)
         isolation = self.isolation
         mirrored = self._mirrored(isolation)
-        route = DIRECT if not (root / commands.OPGEN_INSTALL).exists() else "msopgen"
+        route = DIRECT if not (root / commands.OPGEN_INSTALL).exists() else \
+            SUITE if (root / commands.SUITE_GLUE).exists() else "msopgen"
         vendor = root / commands.OPGEN_INSTALL / "vendors" / commands.OPGEN_VENDOR
         return {"module": str(root / MODULE_FILE), "artifact": str(root), "artifact_sha256": artifact.sha256,
                 "route": route, "custom_opp": str(vendor) if route != DIRECT else "",
                 "attr_order": json.loads((root / commands.OPGEN_ATTRS).read_text()) if route != DIRECT else [],
+                "rules": dataclasses.asdict(rules_for(task, self.template_mode)),
                 "device": device, "soc": self.soc, "memory": list(core_memory(self.soc)),
                 "workspace_bytes": self.workspace_bytes, "env": dict(self.toolchain.environment),
                 "read_only": read_only_paths(self.toolchain.ascend_home, other_user=isolation.user is not None),
@@ -160,7 +194,8 @@ class AscendBackend(IsolatedBackend):
                seed: int | None = None) -> VerifyResult:
         """All test cases, `trials` rounds of fresh inputs, compared on the judge's side (METHOD §8)."""
         seed = job_key() if seed is None else seed
-        trials = trials or self.trials
+        # the suite's own trial count unless this backend or this call was given one
+        trials = trials or (self.trials if self._trials_given else rules_for(task, self.template_mode).trials)
         started = time.perf_counter()
         with self.pool.lease() as device:
             payload = {**self._job_payload(artifact, task, device), "trials": trials, "seed": seed}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelsage.errors import BackendError
+from kernelsage.tasks.model import Task
 from kernelsage.tools.ascend import commands
 from kernelsage.tools.ascend.candidate import (
     DIRECT,
@@ -30,10 +31,19 @@ from kernelsage.tools.ascend.candidate import (
     parse_op_signature,
 )
 from kernelsage.tools.ascend.diagnostics import parse_build_log
-from kernelsage.tools.ascend.glue import DIRECT_GLUE, HEADER, MODULE_FILE, HostHeaders, msopgen_glue_source
+from kernelsage.tools.ascend.glue import (
+    DIRECT_GLUE,
+    HEADER,
+    MODULE_FILE,
+    PACKAGE,
+    HostHeaders,
+    msopgen_glue_source,
+)
 from kernelsage.tools.ascend.safeguards import scan_ascend
 from kernelsage.tools.ascend.sandboxing import read_only_paths
 from kernelsage.tools.ascend.store import AscendCache
+from kernelsage.tools.ascend.suite_build import SuiteBuild, suite_build
+from kernelsage.tools.ascend.suite_task import GLUE_HELPER
 from kernelsage.tools.ascend.toolchain import Toolchain
 from kernelsage.tools.isolation import Isolation, give_to_sandbox
 from kernelsage.tools.redaction import redact
@@ -79,17 +89,22 @@ class AscendBuilder:
         material = json.dumps({"files": sorted(files.items()), "toolchain": self.toolchain.describe(),
                                "layout": dataclasses.asdict(layout) if layout else None,
                                "arch": self.arch, "soc": self.soc, "header": HEADER.read_text(),
-                               "glue": DIRECT_GLUE.read_text(), "headers": dataclasses.asdict(self.headers)})
+                               "glue": DIRECT_GLUE.read_text(), "helper": (PACKAGE / GLUE_HELPER).read_text(),
+                               "headers": dataclasses.asdict(self.headers)})
         return hashlib.sha256(material.encode()).hexdigest()[:32]
 
-    def compile(self, candidate: Candidate, isolation: Isolation,
-                mirrored: Sequence[tuple[str, str]] = ()) -> CompileResult:
+    def compile(self, candidate: Candidate, isolation: Isolation, mirrored: Sequence[tuple[str, str]] = (),
+                task: Task | None = None, mode: str = "") -> CompileResult:
         """Layout and safeguard checks, then a verified cached build or a fresh isolated one (`mirrored`: the
-        Python environment's parts the sandbox's user cannot reach, as mirrors: `python_mirror`)."""
+        Python environment's parts the sandbox's user cannot reach, as mirrors: `python_mirror`). With the
+        `task`, a task that brings its own glue (NPUKernelBench) is built through it, in its suite's template
+        mode (`mode` overrides it: kernel_only | full)."""
         try:
-            layout = classify_layout(candidate.files)
+            suite = suite_build(candidate.files, task, mode) if task is not None else None
+            files = suite.files if suite else candidate.files
+            layout = classify_layout(files)
             signature = None if layout.route == DIRECT else parse_op_signature(
-                candidate.files[f"op_host/{layout.op}.cpp"], layout.op)
+                files[f"op_host/{layout.op}.cpp"], layout.op)
         except LayoutError as exc:
             return compile_error(str(exc))
         violations = scan_candidate(candidate.files) + scan_ascend(candidate.files)
@@ -98,7 +113,7 @@ class AscendBuilder:
                 ok=False, status=Status.FORBIDDEN, reason="; ".join(v.describe() for v in violations[:5]),
                 errors=[CompilerMessage(file=v.file, line=v.line, column=0, severity="error",
                                         message=f"forbidden: {v.reason}") for v in violations])
-        key = self.cache_key(candidate.files)
+        key = self.cache_key({**files, **({commands.SUITE_GLUE: suite.glue} if suite else {})})
         cached = self.cache.lookup(key)
         if cached is not None:
             return cached
@@ -113,7 +128,7 @@ class AscendBuilder:
                 else:
                     assert signature is not None
                     steps = commands.msopgen_plan(self.toolchain, self.soc, self.headers)
-                    self._place_msopgen(candidate.files, build_dir, signature)
+                    self._place_msopgen(files, build_dir, signature, suite)
                 give_to_sandbox(build_dir, isolation, within=sandbox.root)  # the sources stay read-only to it
                 payload = {"steps": [[s.name, list(s.argv)] for s in steps], "env": dict(self.toolchain.environment),
                            "read_only": read_only_paths(self.toolchain.ascend_home,
@@ -123,7 +138,7 @@ class AscendBuilder:
                            "limits": dataclasses.asdict(self.limits)}
                 limits = dataclasses.replace(self.limits, isolate_network=not isolation.available)
                 outcome = sandbox.run(f"{JOBS}:build", payload, limits, workdir)
-                return self._built(outcome, key, build_dir, signature)
+                return self._built(outcome, key, build_dir, signature, suite)
             finally:
                 sandbox.discard(workdir)
 
@@ -133,14 +148,19 @@ class AscendBuilder:
         shutil.copyfile(HEADER, build_dir / HEADER.name)
         shutil.copyfile(self.direct_glue_object(), build_dir / commands.DIRECT_GLUE_OBJECT)
 
-    def _place_msopgen(self, files: dict[str, str], build_dir: Path, signature: OpSignature) -> None:
+    def _place_msopgen(self, files: dict[str, str], build_dir: Path, signature: OpSignature,
+                       suite: SuiteBuild | None) -> None:
         for name, text in files.items():
             path = build_dir / commands.CANDIDATE_DIR / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         # The description only shapes msopgen's skeleton: the candidate's OpDef replaces it, types included.
         (build_dir / commands.OPGEN_SPEC).write_text(commands.opgen_spec(signature, ["float32", "float16"]))
-        (build_dir / commands.OPGEN_GLUE_SOURCE).write_text(msopgen_glue_source(signature))
+        if suite is None:
+            (build_dir / commands.OPGEN_GLUE_SOURCE).write_text(msopgen_glue_source(signature))
+            return
+        (build_dir / commands.OPGEN_GLUE_SOURCE).write_text(suite.glue)
+        shutil.copyfile(PACKAGE / GLUE_HELPER, build_dir / GLUE_HELPER)
 
     def direct_glue_object(self) -> Path:
         """The direct route's glue object, compiled once per toolchain and torch (kernelsage's own source, so
@@ -169,8 +189,8 @@ class AscendBuilder:
             os.replace(partial, target)
         return target
 
-    def _built(self, outcome: ChildOutcome, key: str, build_dir: Path,
-               signature: OpSignature | None) -> CompileResult:
+    def _built(self, outcome: ChildOutcome, key: str, build_dir: Path, signature: OpSignature | None,
+               suite: SuiteBuild | None) -> CompileResult:
         data = outcome.result()
         if data is None or data.get("timeout"):
             status, message = (Status.TIMEOUT, f"the build was killed after {self.limits.wall_s:g} s in "
@@ -198,6 +218,8 @@ class AscendBuilder:
                 if signature is not None:  # msopgen: the installed package, and the attribute order of its API
                     os.replace(build_dir / commands.OPGEN_INSTALL, output / commands.OPGEN_INSTALL)
                     (output / commands.OPGEN_ATTRS).write_text(json.dumps([a.name for a in signature.attrs]))
+                if suite is not None:  # the module is the task's kernel_gen_ops: the runner calls ModelNew
+                    (output / commands.SUITE_GLUE).write_text(json.dumps({"op": suite.op}))
                 artifact = self.cache.store(key, output)
             except OSError as exc:
                 return compile_error(f"the build produced no usable module: {exc}", seconds=seconds)

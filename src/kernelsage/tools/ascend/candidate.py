@@ -14,13 +14,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-DIRECT, MSOPGEN = "direct", "msopgen"
+DIRECT, MSOPGEN, SUITE = "direct", "msopgen", "suite"  # suite: msopgen built through the task's own glue
 DIRECT_SOURCE = "kernel.cpp"
 HEADER_SUFFIXES = (".h", ".hpp")
 OP_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 OP_ADD = re.compile(r"\bOP_ADD\s*\(\s*(\w+)\s*\)")
 DECLARATION = re.compile(r"\b(?P<kind>Input|Output|Attr)\s*\(\s*\"(?P<name>\w+)\"\s*\)(?P<chain>[^;]*)")
 ATTR_TYPES = ("ListInt", "ListFloat", "ListBool", "Int", "Float", "Bool", "String")
+# How an OpDef declares an input or output (`.ParamType(...)`): one tensor, a tensor that may be absent
+# (c10::optional, None from Python), or a tensor list (at::TensorList, a Python list).
+REQUIRED, OPTIONAL, DYNAMIC = "required", "optional", "dynamic"
+PARAM_TYPE = re.compile(r"\.ParamType\s*\(\s*(REQUIRED|OPTIONAL|DYNAMIC)\s*\)")
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,21 @@ class OpAttr:
 
 @dataclass(frozen=True)
 class OpSignature:
-    """The operator an OpDef declares: type name, inputs, outputs and attributes in declaration order."""
+    """The operator an OpDef declares: type name, inputs, outputs and attributes in declaration order, and how
+    each input and output is passed (REQUIRED, OPTIONAL or DYNAMIC; all REQUIRED where none is given)."""
 
     op_type: str
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     attrs: tuple[OpAttr, ...]
+    input_types: tuple[str, ...] = ()
+    output_types: tuple[str, ...] = ()
+
+    def input_type(self, index: int) -> str:
+        return self.input_types[index] if self.input_types else REQUIRED
+
+    def output_type(self, index: int) -> str:
+        return self.output_types[index] if self.output_types else REQUIRED
 
 
 class LayoutError(ValueError):
@@ -54,6 +67,13 @@ class LayoutError(ValueError):
 def snake_case(op_type: str) -> str:
     """msopgen's file name of an operator type ('AddCustom' -> 'add_custom')."""
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", op_type).lower()
+
+
+def snake_case_words(op_type: str) -> str:
+    """NPUKernelBench's file name of an operator type, which splits a capital before a word
+    ('MulMulReduceMeanDTwice' -> 'mul_mul_reduce_mean_d_twice'; `framework/task_object.py` camel_to_snake)."""
+    words = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", op_type)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", words).lower()
 
 
 def camel_case(op: str) -> str:
@@ -98,12 +118,16 @@ def parse_op_signature(op_host_source: str, op: str) -> OpSignature:
     """The inputs, outputs and attributes an OpDef declares, in order; raises LayoutError when it has none."""
     added = OP_ADD.search(op_host_source)
     op_type = added.group(1) if added else camel_case(op)
-    inputs, outputs, attrs = [], [], []
+    inputs, outputs, attrs, input_types, output_types = [], [], [], [], []
     for match in DECLARATION.finditer(op_host_source):
+        declared = PARAM_TYPE.search(match["chain"])
+        param_type = declared.group(1).lower() if declared else REQUIRED
         if match["kind"] == "Input":
             inputs.append(match["name"])
+            input_types.append(param_type)
         elif match["kind"] == "Output":
             outputs.append(match["name"])
+            output_types.append(param_type)
         else:
             chain = match["chain"]
             kind = next((t for t in ATTR_TYPES if re.search(rf"\.{t}\s*\(", chain)), "")
@@ -111,9 +135,9 @@ def parse_op_signature(op_host_source: str, op: str) -> OpSignature:
                 raise LayoutError(f"attribute {match['name']!r} of {op_type} has no type (.Int/.Float/.Bool/"
                                   ".ListInt/.String ...)")
             attrs.append(OpAttr(match["name"], kind))
-    if not outputs:
-        raise LayoutError(f"op_host/{op}.cpp declares no Output(...) in its OpDef")
-    if snake_case(op_type) != op:
+    if not inputs and not outputs:  # an in-place operator has inputs only
+        raise LayoutError(f"op_host/{op}.cpp declares no Input(...) or Output(...) in its OpDef")
+    if op not in (snake_case(op_type), snake_case_words(op_type)):
         raise LayoutError(f"OP_ADD({op_type}) does not match the file names op_host/{op}.cpp (expected "
                           f"OP_ADD({camel_case(op)}))")
-    return OpSignature(op_type, tuple(inputs), tuple(outputs), tuple(attrs))
+    return OpSignature(op_type, tuple(inputs), tuple(outputs), tuple(attrs), tuple(input_types), tuple(output_types))

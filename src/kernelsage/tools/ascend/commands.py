@@ -24,6 +24,7 @@ OPGEN_SPEC = "op.json"
 OPGEN_PROJECT = "project"
 OPGEN_INSTALL = "opp"
 OPGEN_ATTRS = "attributes.json"  # written by the trusted side: the OpDef's attribute names in API order
+SUITE_GLUE = "suite_glue.json"  # written by the trusted side: the module was built from the task's own glue
 OPGEN_VENDOR = "customize"  # msopgen's default vendor name: the installed package is opp/vendors/customize
 CANDIDATE_DIR = "candidate"
 # Release flags for bisheng: optimised, assertions off, position-independent (the object goes into a module).
@@ -91,12 +92,15 @@ def opgen_spec(signature: OpSignature, dtypes: Sequence[str]) -> str:
     replace the skeleton's op_host and op_kernel sources)."""
     types = sorted({JSON_DTYPES.get(d, "float") for d in dtypes}) or ["float"]
 
-    def tensors(names: Sequence[str]) -> list[dict[str, object]]:
-        return [{"name": n, "param_type": "required", "format": ["ND"] * len(types), "type": types} for n in names]
+    def tensors(names: Sequence[str], kinds: Sequence[str]) -> list[dict[str, object]]:
+        # msopgen's param_type words are the OpDef's ParamType in lower case (required, optional, dynamic)
+        return [{"name": n, "param_type": kind, "format": ["ND"] * len(types), "type": types}
+                for n, kind in zip(names, kinds, strict=True)]
 
     return json.dumps([{
         "op": signature.op_type, "language": "cpp",
-        "input_desc": tensors(signature.inputs), "output_desc": tensors(signature.outputs),
+        "input_desc": tensors(signature.inputs, [signature.input_type(i) for i in range(len(signature.inputs))]),
+        "output_desc": tensors(signature.outputs, [signature.output_type(i) for i in range(len(signature.outputs))]),
         "attr": [{"name": a.name, "param_type": "required", "type": JSON_ATTR_TYPES[a.type]} for a in signature.attrs],
     }], indent=2)
 
@@ -111,17 +115,27 @@ INSTALL_CHECK = (f'; test -f "{OPGEN_INSTALL}/vendors/{OPGEN_VENDOR}/op_api/lib/
 def msopgen_plan(toolchain: Toolchain, soc: str, headers: HostHeaders) -> list[Step]:
     """msopgen generates the custom-op project, the candidate's op_host / op_kernel sources replace the
     skeleton's, the project's build.sh (cmake presets, Release) builds and packs it, the package is installed
-    into the build directory, and the generated glue is compiled and linked into the Python module."""
+    into the build directory, and the glue (generated, or the task's own) is compiled and linked into the
+    Python module."""
     shell = "/bin/sh"
+    home = toolchain.ascend_home
+    # the task's own glue may include CANN runtime headers (NPUKernelBench's GMM tasks: runtime/rt_ffts.h), as
+    # upstream's glue build includes these directories (libs/common_include/msopgen/validation/CMakeLists.txt)
+    glue_includes = (str(home / "include"), str(home / "include" / "experiment" / "runtime"),
+                     str(home / "include" / "experiment" / "msprof"))
     install = (f'set -e; package=$(ls {OPGEN_PROJECT}/build_out/custom_opp_*.run | head -n 1); '
                f'"$package" --quiet --install-path="$PWD/{OPGEN_INSTALL}"')
     return [
         Step("msopgen", (toolchain.msopgen, "gen", "-i", OPGEN_SPEC, "-c", f"ai_core-{soc}", "-lan", "cpp",
                          "-out", OPGEN_PROJECT)),
-        Step("place", (shell, "-c", f"cp -r {CANDIDATE_DIR}/op_host {CANDIDATE_DIR}/op_kernel {OPGEN_PROJECT}/")),
+        # the skeleton's sources go first: a candidate file named otherwise than msopgen names it would
+        # otherwise build next to the skeleton's (two OpDefs of one operator)
+        Step("place", (shell, "-c", f"rm -f {OPGEN_PROJECT}/op_host/*.cpp {OPGEN_PROJECT}/op_host/*.h "
+                                    f"{OPGEN_PROJECT}/op_kernel/*.cpp {OPGEN_PROJECT}/op_kernel/*.h && "
+                                    f"cp -r {CANDIDATE_DIR}/op_host {CANDIDATE_DIR}/op_kernel {OPGEN_PROJECT}/")),
         Step("build", (shell, "-c", f"{WITHOUT_CUSTOM_OPP}cd {OPGEN_PROJECT} && bash build.sh")),
         Step("install", (shell, "-c", WITHOUT_CUSTOM_OPP + install + INSTALL_CHECK)),
-        Step("glue", (toolchain.host_cxx, *glue_flags(headers, (str(toolchain.ascend_home / "include"),)),
+        Step("glue", (toolchain.host_cxx, *glue_flags(headers, glue_includes),
                       "-c", OPGEN_GLUE_SOURCE, "-o", "glue_op.o")),
         Step("link", (toolchain.host_cxx, "-shared", "glue_op.o", "-o", MODULE_FILE, *_lib_dir_flags(toolchain),
                       "-lascendcl", *torch_link_flags(headers))),

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 import traceback
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -58,8 +59,8 @@ def time_calls(call: Callable[[int], object], runtime: Runtime, *, warmup: int, 
     return samples
 
 
-def load_module(path: str) -> Any:
-    spec = importlib.util.spec_from_file_location("kernelsage_ascend_candidate", path)
+def load_module(path: str, name: str = "kernelsage_ascend_candidate") -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load the candidate module {path}")
     module = importlib.util.module_from_spec(spec)
@@ -100,6 +101,88 @@ class Candidate:
         return int(self.module.run(inputs, outputs, *attribute_lists(attrs), self.workspace, self.memory, self.soc))
 
 
+def flat_tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors of a (nested) value in order; a Python number becomes a 0-dim tensor (as a reference's)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in flat_tensors(item)]
+    if isinstance(value, (bool, int, float)):
+        return [torch.tensor(value)]
+    return []
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(item, device) for item in value)
+    return value
+
+
+class SuiteModel:
+    """The task's own `ModelNew` (its validation/module.py) calling the candidate's module as `kernel_gen_ops`,
+    as NPUKernelBench's harness calls it: `ModelNew(*init)(*args)` on the NPU."""
+
+    GLUE_MODULE = "kernel_gen_ops"
+
+    def __init__(self, request: dict[str, Any], runtime: Runtime) -> None:
+        sys.modules[self.GLUE_MODULE] = load_module(request["module"], self.GLUE_MODULE)
+        module = types.ModuleType("kernelsage_suite_module")
+        exec(compile(request["model_source"], "validation/module.py", "exec"), module.__dict__)
+        self.model_class = module.ModelNew
+        self.runtime = runtime
+
+    def poison_free_memory(self, item: dict[str, Any], trial: int) -> None:
+        """The suite's glue allocates its outputs itself (torch::empty_like): blocks of the outputs' sizes are
+        poisoned and freed first, so the allocator's cache most likely hands those back and an element the
+        kernel never writes reads as poison (not guaranteed: the judge cannot allocate for the glue)."""
+        blocks = empty_outputs(item, self.runtime)
+        for block in blocks:
+            poison(block, trial)
+        self.runtime.synchronize()
+        del blocks
+
+    def __call__(self, item: dict[str, Any], trial: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """(outputs, the forward inputs afterwards)."""
+        device = self.runtime.device
+        init, args = to_device(item["init"], device), to_device(item["args"], device)
+        self.poison_free_memory(item, trial)
+        model = self.model_class(*init)
+        if isinstance(model, torch.nn.Module):
+            model = model.to(device)
+        outputs = flat_tensors(model(*args))
+        return outputs, flat_tensors(args)
+
+
+def run_suite_verify(request: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
+    """Each call through the task's ModelNew on its set's arguments; stops at the first error."""
+    model = SuiteModel(request, runtime)
+    calls: list[dict[str, Any]] = []
+    for call in request["calls"]:
+        try:
+            outputs, inputs = model(request["sets"][call["set"]], call["trial"])
+            runtime.synchronize()
+        except Exception as exc:
+            calls.append({"code": -1, "error": f"{type(exc).__name__}: {exc}"[:2000]})
+            break
+        calls.append({"code": 0, "outputs": [o.cpu().contiguous() for o in outputs],
+                      "inputs": [t.cpu().contiguous() for t in inputs]})
+    return {"calls": calls}
+
+
+def run_suite_profile(request: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
+    """ModelNew timed over rotating sets (its glue's allocations included, as upstream times it), then one
+    checked call on the first set."""
+    model = SuiteModel(request, runtime)
+    sets = request["sets"]
+    samples = time_calls(lambda index: model(sets[index % len(sets)], 0), runtime, warmup=request["warmup"],
+                         reps=request["reps"])
+    outputs, _ = model(sets[0], 0)
+    runtime.synchronize()
+    return {"samples": samples, "code": 0, "outputs": [o.cpu().contiguous() for o in outputs], "soc": runtime.soc()}
+
+
 def on_device(sets: list[dict[str, Any]], runtime: Runtime) -> list[list[torch.Tensor]]:
     return [[t.to(runtime.device) for t in item["inputs"]] for item in sets]
 
@@ -110,6 +193,8 @@ def empty_outputs(item: dict[str, Any], runtime: Runtime) -> list[torch.Tensor]:
 
 def run_verify(request: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     """Each call on fresh device copies of its set's inputs, outputs poisoned first; stops at the first error."""
+    if request["route"] == "suite":
+        return run_suite_verify(request, runtime)
     candidate = Candidate(request, runtime)
     calls: list[dict[str, Any]] = []
     for call in request["calls"]:
@@ -130,6 +215,8 @@ def run_verify(request: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
 
 def run_profile(request: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     """The candidate timed over rotating input sets, then one checked call on the first set."""
+    if request["route"] == "suite":
+        return run_suite_profile(request, runtime)
     candidate = Candidate(request, runtime)
     sets = request["sets"]
     inputs = on_device(sets, runtime)

@@ -21,15 +21,17 @@ import torch
 
 from kernelsage.tasks.model import Task
 from kernelsage.tools.ascend import verdicts
+from kernelsage.tools.ascend.candidate import SUITE
 from kernelsage.tools.ascend.commands import OPGEN_INSTALL, OPGEN_VENDOR
 from kernelsage.tools.ascend.devices import device_nodes
 from kernelsage.tools.ascend.glue import MODULE_FILE
 from kernelsage.tools.ascend.sandboxing import device_popen_options, with_device_nodes
 from kernelsage.tools.ascend.store import copy_regular_tree, tree_digest
+from kernelsage.tools.ascend.suite_call import suite_arguments
 from kernelsage.tools.diagnostics import keep_start
 from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandboxed
 from kernelsage.tools.judging.core import HarnessFailure
-from kernelsage.tools.judging.instances import case_seed, dtype_name, instantiate, reference
+from kernelsage.tools.judging.instances import case_seed, dtype_name, instantiate, reference, run_reference
 from kernelsage.tools.judging.tasks import prepare_task
 from kernelsage.tools.results import Status
 from kernelsage.tools.timing import timing_from_samples
@@ -166,9 +168,39 @@ def run_device(payload: dict[str, Any], request: dict[str, Any], *, sandbox: boo
 
 
 def _request(payload: dict[str, Any], mode: str) -> dict[str, Any]:
-    return {"mode": mode, "module": payload["module"], "route": payload["route"],
-            "workspace_bytes": int(payload["workspace_bytes"]), "memory": list(payload["memory"]),
-            "soc": payload["soc"]}
+    request = {"mode": mode, "module": payload["module"], "route": payload["route"],
+               "workspace_bytes": int(payload["workspace_bytes"]), "memory": list(payload["memory"]),
+               "soc": payload["soc"]}
+    if payload["route"] == SUITE:  # the run calls the task's own ModelNew (its module.py, read by the judge)
+        request["model_source"] = (Path(payload["task"]["origin"]["path"]) / "validation" / "module.py").read_text(
+            encoding="utf-8")
+    return request
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteSet:
+    """One instance for the task's own ModelNew, as the judge keeps it."""
+
+    item: dict[str, Any]  # what the run gets: init and forward arguments in their structure, and the outputs'
+    # dtypes and shapes (to poison the device memory the suite's glue will allocate them from)
+    expected: tuple[torch.Tensor, ...]  # the reference's outputs
+    private: list[torch.Tensor]  # the forward inputs as the reference left them (an in-place operator's results)
+    names: list[str]
+    aliased: frozenset[int]  # forward inputs the reference returns as outputs (in place): judged as outputs
+
+
+def suite_set(task: Task, case: Any, seed: int) -> SuiteSet:
+    """The judge's side of one instance run through the task's own ModelNew. Which inputs are outputs too is
+    worked out here from the trusted reference, never taken from the run."""
+    instance = instantiate(task, case, seed)
+    init, forward_args = suite_arguments(task, case, seed, instance)
+    outputs = run_reference(instance, case)  # after: an in-place reference changes the instance's inputs
+    forward = {n: t for n, t in instance.inputs.items() if not n.startswith(("param.", "buffer."))}
+    returned = {o.data_ptr() for o in outputs if o.numel()}
+    return SuiteSet(item={"init": init, "args": forward_args,
+                          "outputs": [(dtype_name(e.dtype), list(e.shape)) for e in outputs]},
+                    expected=outputs, private=[t.clone() for t in forward.values()], names=list(forward),
+                    aliased=frozenset(i for i, t in enumerate(forward.values()) if t.numel() and t.data_ptr() in returned))
 
 
 def _set(instance: Any, expected: Sequence[torch.Tensor], attr_order: Sequence[str]) -> dict[str, Any]:
@@ -180,10 +212,21 @@ def _set(instance: Any, expected: Sequence[torch.Tensor], attr_order: Sequence[s
 def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     """Every case, `trials` rounds of fresh inputs, one device run for all; compared on the judge's side."""
     emit({"kind": "phase", "phase": "reference"})
-    sets, calls, expected, private, names = [], [], [], [], []
+    sets, calls, expected, private, names, aliased = [], [], [], [], [], []
+    suite = payload["route"] == SUITE
     for trial in range(payload["trials"]):
         for index, case in enumerate(task.cases):
-            instance, outputs = reference(task, case, case_seed(payload["seed"], trial, index))
+            seed = case_seed(payload["seed"], trial, index)
+            if suite:
+                made = suite_set(task, case, seed)
+                sets.append(made.item)
+                calls.append({"set": len(sets) - 1, "trial": trial, "case": case.name})
+                expected.append(made.expected)
+                private.append(made.private)
+                names.append(made.names)
+                aliased.append(made.aliased)
+                continue
+            instance, outputs = reference(task, case, seed)
             try:
                 sets.append(_set(instance, outputs, payload["attr_order"]))
             except verdicts.AttributeMismatch as exc:
@@ -200,7 +243,8 @@ def verify(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     emit({"kind": "phase", "phase": "compare"})
     cases = verdicts.judge_verify(task, calls, expected, private, names, run.result, run.returncode,
                                   run.timed_out, run.stderr_tail, float(payload["limits"]["wall_s"]),
-                                  run.sandbox_started)
+                                  run.sandbox_started, nonfinite=(payload.get("rules") or {}).get("nonfinite_fails", ""),
+                                  aliased=aliased if suite else None)
     for case in cases:
         emit({"kind": "case", "data": case})
     emit({"kind": "result", "data": {"done": True, "stderr_tail": run.stderr_tail}})
@@ -212,10 +256,14 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
     emit({"kind": "phase", "phase": "reference"})
     case = task.perf_case
     seeds = [case_seed(payload["seed"], 0, index) for index in range(int(payload["sets"]))]
-    first, first_expected = reference(task, case, seeds[0])  # the other sets only need inputs
     try:
-        sets = [_set(instance, first_expected, payload["attr_order"])
-                for instance in [first, *(instantiate(task, case, seed) for seed in seeds[1:])]]
+        if payload["route"] == SUITE:
+            made = [suite_set(task, case, seed) for seed in seeds]
+            first_expected, sets = made[0].expected, [one.item for one in made]
+        else:
+            first, first_expected = reference(task, case, seeds[0])  # the other sets only need inputs
+            sets = [_set(instance, first_expected, payload["attr_order"])
+                    for instance in [first, *(instantiate(task, case, seed) for seed in seeds[1:])]]
     except verdicts.AttributeMismatch as exc:
         emit({"kind": "result", "data": {"status": Status.RUNTIME_ERROR.value, "message": str(exc)}})
         return
@@ -235,7 +283,8 @@ def profile(payload: dict[str, Any], task: Task, emit: Emit) -> None:
         emit({"kind": "result", "data": {"status": status.value, "message": message, "stderr_tail": run.stderr_tail}})
         return
     assert run.result is not None
-    check = verdicts.judge_outputs(task, case, first_expected, run.result.get("outputs"), run.result.get("code"))
+    check = verdicts.judge_outputs(task, case, first_expected, run.result.get("outputs"), run.result.get("code"),
+                                   nonfinite=(payload.get("rules") or {}).get("nonfinite_fails", ""))
     try:
         reference_samples = verdicts.checked_samples(ref.result["samples"], timing["reps"])
     except ValueError as exc:

@@ -83,9 +83,27 @@ def _tensors(value: Any, count: int) -> list[torch.Tensor] | None:
     return value
 
 
+def nonfinite_problem(expected: Sequence[torch.Tensor], actual: Sequence[torch.Tensor], rule: str) -> str:
+    """Where a suite fails any NaN (rule "nan": MultiKernelBench's allclose) or any NaN or inf (rule "nan_inf":
+    NPUKernelBench's check_precision), in the reference's output as in the kernel's: which output has one."""
+    if not rule:
+        return ""
+    for side, tensors in (("the kernel's", actual), ("the reference's", expected)):
+        for index, tensor in enumerate(tensors):
+            if not (tensor.is_floating_point() or tensor.is_complex()):
+                continue
+            bad = torch.isnan(tensor) if rule == "nan" else ~torch.isfinite(tensor)
+            if bool(bad.any()):
+                what = "NaN" if rule == "nan" else "NaN or inf"
+                return (f"{side} output {index} holds {int(bad.sum())} {what} value(s), which the suite's rule "
+                        "fails wherever they are")
+    return ""
+
+
 def judge_outputs(task: Task, case: TestCase, expected: Sequence[torch.Tensor], outputs: Any, code: Any,
-                  trial: int = 0, previous: Sequence[torch.Tensor] | None = None) -> dict[str, Any]:
-    """One call's case result from the outputs the run returned (checked: count, dtype, shape)."""
+                  trial: int = 0, previous: Sequence[torch.Tensor] | None = None, nonfinite: str = "") -> dict[str, Any]:
+    """One call's case result from the outputs the run returned (checked: count, dtype, shape); `nonfinite`:
+    the suite's rule for NaN and inf (`nonfinite_problem`), unless the task brings its own precision check."""
     actual = _tensors(outputs, len(expected))
     if actual is None or not isinstance(code, int):
         return failed_case(case.name, trial, Status.RUNTIME_ERROR, "the device run returned no usable outputs")
@@ -94,6 +112,9 @@ def judge_outputs(task: Task, case: TestCase, expected: Sequence[torch.Tensor], 
             return failed_case(case.name, trial, Status.WRONG_RESULT,
                                f"output {index} came back as {dtype_name(got.dtype)} {list(got.shape)}, expected "
                                f"{dtype_name(want.dtype)} {list(want.shape)}")
+    problem = "" if task.custom_check is not None else nonfinite_problem(expected, actual, nonfinite)
+    if problem:
+        return failed_case(case.name, trial, Status.WRONG_RESULT, problem)
     tolerances = [task.tolerance(dtype_name(e.dtype)) for e in expected]
     return case_result(case.name, trial, code, expected, actual, tolerances, previous, custom=output_check(task, case))
 
@@ -101,8 +122,11 @@ def judge_outputs(task: Task, case: TestCase, expected: Sequence[torch.Tensor], 
 def judge_verify(task: Task, calls: Sequence[dict[str, Any]], expected: Sequence[Sequence[torch.Tensor]],
                  private_inputs: Sequence[Sequence[torch.Tensor]], input_names: Sequence[Sequence[str]],
                  result: dict[str, Any] | None, returncode: int | None, timed_out: bool, stderr: str,
-                 wall_s: float, sandbox_started: bool = True) -> list[dict[str, Any]]:
-    """The case results of a verify run, in call order, up to and including the first failure."""
+                 wall_s: float, sandbox_started: bool = True, nonfinite: str = "",
+                 aliased: Sequence[frozenset[int]] | None = None) -> list[dict[str, Any]]:
+    """The case results of a verify run, in call order, up to and including the first failure.
+    `aliased` (a suite's own glue), per call: the inputs the reference returns as outputs (an in-place
+    operator's), judged with the outputs instead of byte for byte against the reference's inputs."""
     cases_by_name = {case.name: case for case in task.cases}
     status, message = device_failure(result, returncode, timed_out, stderr, wall_s, sandbox_started)
     returned = (result or {}).get("calls") if status is None else None
@@ -124,7 +148,11 @@ def judge_verify(task: Task, calls: Sequence[dict[str, Any]], expected: Sequence
                                        str(answer["error"]) + (f" (device: {fault})" if fault else "")))
             break
         seen = _tensors(answer.get("inputs"), len(private_inputs[index]))
-        changed = "" if seen is None else inputs_modified(seen, private_inputs[index], input_names[index])
+        outputs_too = aliased[index] if aliased is not None else frozenset()
+        keep = [i for i in range(len(private_inputs[index])) if i not in outputs_too]
+        changed = "" if seen is None else inputs_modified([seen[i] for i in keep],
+                                                          [private_inputs[index][i] for i in keep],
+                                                          [input_names[index][i] for i in keep])
         if seen is None or changed:
             results.append(failed_case(call["case"], call["trial"], Status.INPUT_MODIFIED if changed
                                        else Status.RUNTIME_ERROR, f"the kernel modified its inputs: {changed}"
@@ -132,7 +160,7 @@ def judge_verify(task: Task, calls: Sequence[dict[str, Any]], expected: Sequence
             break
         case = cases_by_name[call["case"]]
         verdict = judge_outputs(task, case, expected[index], answer.get("outputs"), answer.get("code"),
-                                call["trial"], previous.get(case.name))
+                                call["trial"], previous.get(case.name), nonfinite)
         results.append(verdict)
         previous[case.name] = expected[index]
         if not verdict["passed"]:

@@ -106,8 +106,9 @@ class CpuBackend(IsolatedBackend):
 
     # compile ---------------------------------------------------------------------------------------------
 
-    def compile(self, candidate: Candidate) -> CompileResult:
-        """Safeguard scan, then a verified cached build or a fresh isolated one, then the link check."""
+    def compile(self, candidate: Candidate, *, task: Task | None = None) -> CompileResult:
+        """Safeguard scan, then a verified cached build or a fresh isolated one, then the link check (every
+        task's candidate is the one C ABI file: `task` is not needed)."""
         problem = build.check_file_names(candidate.files)
         if problem:
             return CompileResult(ok=False, status=Status.COMPILE_ERROR, log=problem,

@@ -6,7 +6,8 @@ A job of the sandbox worker (the trusted side, which loads the task and works ou
 meta device) starts that interpreter in the runner's sandbox (bubblewrap, the runner's seccomp filter with
 the npu policy, the interpreter's prefixes bound read-only) on sandbox/ascend_frontend.py, which imports the
 candidate, records every launch of its @triton.jit kernels and compiles each through the stages before the
-NPU binary. Its report becomes a `CompileResult` shaped as C++ compile feedback: the errors with their lines
+NPU binary. What cannot run on an NPU whatever the front end makes of it (inline assembly, CUDA-only modules,
+fp64: `source_check.npu_problems`) is refused first, as a compile error at its line. Its report becomes a `CompileResult` shaped as C++ compile feedback: the errors with their lines
 in kernel.py (COMPILE_ERROR), or OK with a note naming the last stage reached and the one that needs CANN.
 Nothing is verified or timed on this device.
 """
@@ -30,7 +31,7 @@ from kernelsage.tools.isolation import Isolation, Rlimits, popen_options, sandbo
 from kernelsage.tools.judging.arena import sealed_memfd
 from kernelsage.tools.results import Artifact, CompileResult, CompilerMessage, Status
 from kernelsage.tools.triton.python_view import python_binds, usable
-from kernelsage.tools.triton.source_check import FILE
+from kernelsage.tools.triton.source_check import FILE, npu_problems
 
 PYTHON_ENV = "KERNELSAGE_TRITON_ASCEND_PYTHON"
 VENV = ".venv-triton-ascend"
@@ -126,6 +127,25 @@ def task_cases(task: Task) -> tuple[list[dict[str, Any]], list[str]]:
     return cases, skipped
 
 
+# Element types triton-ascend has no kernels for on Ascend A2/A3 NPUs (its API reference's dtype tables mark fp64,
+# the fp8 types and the unsigned 16- to 64-bit integers unsupported), and complex numbers, which Triton has no type
+# for: a task with such an input or output cannot be run through MultiKernelBench's triton_ascend track.
+NPU_DTYPES_MISSING = frozenset({"float64", "complex64", "complex128", "uint16", "uint32", "uint64",
+                                "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"})
+
+
+def npu_task_problem(cases: list[dict[str, Any]]) -> str:
+    """Why a task cannot run as Triton on an Ascend NPU, from its cases as `tasks.interface.task_runs` describes
+    them ('' where nothing is known against it): an input or output dtype triton-ascend lacks there."""
+    for case in cases:
+        for role in ("inputs", "outputs"):
+            for spec in case.get(role) or ():
+                if spec["dtype"] in NPU_DTYPES_MISSING:
+                    return (f"case {case['case']}: {role[:-1]} {spec['name']} is {spec['dtype']}, which triton-ascend "
+                            "has no kernels for on Ascend A2/A3 NPUs")
+    return ""
+
+
 def sandbox_files(kernel_source: str, cases: list[dict[str, Any]]) -> dict[str, bytes]:
     package = resources.files("kernelsage.tools.triton.sandbox")
     trusted = {name: package.joinpath(name).read_bytes()
@@ -139,6 +159,12 @@ def run_job(payload: dict[str, Any], task: Task, emit: Any) -> None:
     source = Path(payload["source"]).read_text(encoding="utf-8")
     if hashlib.sha256(source.encode()).hexdigest() != payload["source_sha256"]:
         raise RuntimeError(f"{payload['source']} changed since it was checked; compile the candidate again")
+    refused = npu_problems(source)
+    if refused:  # it could not run on an NPU whatever triton-ascend's front end made of it
+        errors = [{"line": p.line, "column": p.column, "message": p.message} for p in refused]
+        emit({"kind": "result", "data": {"report": {"errors": errors, "kernels": []}, "exit_code": None,
+                                         "log_tail": "", "skipped": [], "timed_out": False, "cases": []}})
+        return
     cases, skipped = task_cases(task)
     emit({"kind": "phase", "phase": "compile"})
     report, code, log, timed_out = start(source, cases, payload)

@@ -87,8 +87,9 @@ class TritonBackend(IsolatedBackend):
     def close(self) -> None:
         self._sandbox.close()
 
-    def compile(self, candidate: Candidate) -> CompileResult:
-        """The source check, then the source kept in the build cache under its hash."""
+    def compile(self, candidate: Candidate, *, task: Task | None = None) -> CompileResult:
+        """The source check, then the source kept in the build cache under its hash; on npu-frontend, the
+        front end on `task`'s cases (without it: a task known to the backend or the built-in suite)."""
         started = time.perf_counter()
         source = candidate.files.get(FILE)
         if source is None or len(candidate.files) != 1:
@@ -112,11 +113,12 @@ class TritonBackend(IsolatedBackend):
         artifact = Artifact(backend=self.name, path=str(target), key=digest[:32], sha256=digest)
         if self.device not in COMPILE_ONLY:
             return CompileResult(ok=True, status=Status.OK, seconds=time.perf_counter() - started, artifact=artifact)
-        task = self._task_for(candidate.task_id)
+        task = task if task is not None else self._task_for(candidate.task_id)
         if task is None:
             message = (f"npu-frontend compiles for a task's cases, and task {candidate.task_id!r} is neither in the "
-                       "built-in suite nor known to the backend (TritonBackend(tasks=[...]), an earlier verify of it, "
-                       "or TritonBackend.frontend(artifact, task))")
+                       "built-in suite nor known to the backend (compile(candidate, task=task), "
+                       "TritonBackend(tasks=[...]), an earlier verify of it, or "
+                       "TritonBackend.frontend(artifact, task))")
             return CompileResult(ok=False, status=Status.HARNESS_ERROR, log=message, seconds=time.perf_counter() - started,
                                  errors=[CompilerMessage(file="", line=0, column=0, severity="error", message=message)])
         result = self.frontend(artifact, task)

@@ -179,3 +179,55 @@ class _Checker(Walker):
             self.refuse(node, "decorator arguments are literals, constants, triton.Config(...) and heuristics' lambdas")
 
     # Statements
+
+
+# What cannot run on an Ascend NPU (the npu-frontend and npu devices), read from triton-ascend 3.2.0 as installed
+# and its API reference: its `triton.language.extra` holds `ascend` and the dispatching `libdevice`, no `cuda` or
+# `hip`; its dtype tables mark fp64 and the fp8 types unsupported on Ascend A2/A3 for every operation, and
+# `dot_scaled` for every dtype.
+NPU_REFUSED = {
+    "triton.language.inline_asm_elementwise": "inline assembly is written in one GPU's instruction set (PTX, "
+                                              "AMDGCN), which triton-ascend does not compile for the NPU",
+    "triton.language.extra.cuda": "a CUDA-only module (NVIDIA's libdevice and PTX helpers); use "
+                                  "triton.language.extra.libdevice or tl.math",
+    "triton.language.extra.hip": "an AMD-only module; use triton.language.extra.libdevice or tl.math",
+    "triton.language.dot_scaled": "triton-ascend supports dot_scaled for no dtype; use tl.dot",
+    "triton.language.float64": "Ascend A2/A3 NPUs compute no fp64 in triton-ascend (its dtype tables)",
+    **{f"triton.language.{name}": "Ascend A2/A3 NPUs have no fp8 types in triton-ascend (its dtype tables)"
+       for name in ("float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16")},
+}
+
+
+def npu_problems(source: str) -> list[SourceProblem]:
+    """What in kernel.py cannot run on an Ascend NPU (NPU_REFUSED), one problem per name and line; [] where
+    nothing is found (or the file does not parse: check_source says why)."""
+    try:
+        tree = ast.parse(source, filename=FILE)
+    except SyntaxError:
+        return []
+    names = _Checker(tree)
+    names.check_module(tree)  # for the names it binds (imports): its own problems are check_source's
+    found: dict[tuple[int, str], SourceProblem] = {}
+    for node in ast.walk(tree):
+        for path in _paths(node, names):
+            refused = next((key for key in NPU_REFUSED if path == key or path.startswith(key + ".")), None)
+            line = getattr(node, "lineno", 0)
+            if refused and (line, refused) not in found:
+                found[(line, refused)] = SourceProblem(
+                    line, getattr(node, "col_offset", 0), f"{FILE} line {line}: {path} cannot run on an Ascend NPU: "
+                    f"{NPU_REFUSED[refused]}", forbidden=False)
+    return sorted(found.values(), key=lambda problem: (problem.line, problem.column))
+
+
+def _paths(node: ast.AST, names: _Checker) -> list[str]:
+    """The dotted paths `node` names: the modules an import reads, a name or attribute bound to a module member."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+    if isinstance(node, ast.Name):
+        return [path for path in (names.objects.get(node.id), names.modules.get(node.id)) if path]
+    if isinstance(node, ast.Attribute):
+        parent = _paths(node.value, names)
+        return [f"{parent[0]}.{node.attr}"] if parent else []
+    return []
