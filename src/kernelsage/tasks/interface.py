@@ -286,7 +286,7 @@ def small_case_error(task: Task, case: TestCase, interface: CaseInterface) -> st
     except Exception as exc:
         return f"its inputs cannot be made on the CPU: {_reason(exc)}"
     try:
-        with torch.inference_mode():
+        with torch.no_grad():
             instance.reference()
     except Exception as exc:
         return f"the reference fails on the CPU: {_reason(exc)}"
@@ -306,7 +306,7 @@ def _small_case_returned(task: Task, case: TestCase, inputs: tuple[TensorSpec, .
         return False, None, ""
     try:
         instance = instance or task.instantiate(case, 0)
-        with torch.inference_mode():
+        with torch.no_grad():
             value = _returned(instance)
         as_outputs(value)  # tensors, or what no kernel could write (a TypeError, as the judge would raise)
         return True, value, ""

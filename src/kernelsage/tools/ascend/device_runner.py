@@ -243,7 +243,7 @@ def run_reference(request: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     task = load_task(TaskOrigin(**request["origin"]), request["task_id"])
     case = next(c for c in (*task.cases, task.perf_case) if c.name == request["case"])
     instances = [task.instantiate(case, seed) for seed in request["seeds"]]
-    with placed_on(runtime.device), torch.inference_mode():
+    with placed_on(runtime.device), torch.no_grad():
         samples = time_calls(lambda index: instances[index % len(instances)].reference(), runtime,
                              warmup=request["warmup"], reps=request["reps"])
     return {"samples": samples, "soc": runtime.soc()}

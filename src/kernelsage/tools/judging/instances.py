@@ -67,7 +67,9 @@ def instantiate(task: Task, case: TestCase, seed: int) -> CaseInstance:
 
 def run_reference(instance: CaseInstance, case: TestCase) -> tuple[torch.Tensor, ...]:
     try:
-        with torch.inference_mode():
+        # no_grad rather than inference_mode: a reference may take gradients inside itself under enable_grad
+        # (NPUKernelBench's GeGluGradV2), which tensors made in inference mode refuse
+        with torch.no_grad():
             return instance.reference()
     except Exception as exc:
         raise HarnessFailure(f"the reference of case {case.name!r} failed: {type(exc).__name__}: {exc}") from exc
