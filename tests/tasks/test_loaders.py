@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -304,3 +305,22 @@ def test_only_the_tasks_asked_for_are_read(monkeypatch):
         find_task(broken, "level1/2_No_Inputs_Function")
     npu = load_suite(NPU_TASKS, task_ids=["level3/Creation/FillScalar"])
     assert [t.id for t in npu.tasks] == ["level3/Creation/FillScalar"] and npu.problems == []
+
+
+def test_a_checkout_in_static_shape_mode_makes_a_task_per_case_as_its_harness_does(tmp_path):
+    """NPUKernelBench's base_config.yaml: static_shape_mode with n_case cases makes one task per case id below
+    n_case (each prompted, built and judged on that case alone); without the file, one task judges them all."""
+    shutil.copytree(NPU_TASKS / "level1" / "Activation" / "GeluCustom", tmp_path / "tasks" / "level1" / "GeluCustom")
+    assert [t.id for t in load_suite(tmp_path / "tasks").tasks] == ["level1/GeluCustom"]
+    (tmp_path / "base_config.yaml").write_text("static_shape_mode: True\nn_case: 3\nkernel_only_mode: True\n")
+    report = load_suite(tmp_path / "tasks")
+    # case ids 0..2 as upstream counts them: this task's csv starts at 1, so ids 1 and 2
+    assert [t.id for t in report.tasks] == ["level1/GeluCustom/case_1", "level1/GeluCustom/case_2"]
+    second = report.tasks[1]
+    assert [c.name for c in second.cases] == ["case_2"] and second.perf_case.name == "case_2"
+    again = load_task(second.origin, second.id)  # a worker loads the same one case
+    assert again.id == second.id and [c.name for c in again.cases] == ["case_2"]
+    assert [t.id for t in load_suite(tmp_path / "tasks", task_ids=["level1/GeluCustom/case_2"]).tasks] == [second.id]
+    assert len(load_suite(tmp_path / "tasks", task_ids=["level1/GeluCustom"]).tasks) == 2
+    (tmp_path / "base_config.yaml").write_text("static_shape_mode: False\n")
+    assert [len(t.cases) for t in load_suite(tmp_path / "tasks").tasks] == [3]

@@ -72,6 +72,7 @@ class TaskOrigin:
     scaling: Scaling | None = None  # the cases fitted to a byte budget (kernelsage.tasks.scaling), if any
     tolerance: Tolerance | None = None  # a run's stricter tolerance (kernelsage.tasks.tolerance), if any
     tolerance_rule: str | None = None  # which of the suite's rules judges it, where it has several (KernelBench)
+    case: str = ""  # the one case this task is, where its suite makes a task per case (NPUKernelBench static mode)
 
     def __post_init__(self) -> None:
         if isinstance(self.scaling, Mapping):  # back from JSON (a worker's payload)

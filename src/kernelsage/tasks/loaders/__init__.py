@@ -17,7 +17,13 @@ from kernelsage.tasks.loaders.kernelbench import (
     task_id_for,
 )
 from kernelsage.tasks.loaders.kernelbench_rule import CHECKOUT, rule_name
-from kernelsage.tasks.loaders.npukernelbench import load_npu_dir, load_npu_task, npu_identity, task_folders
+from kernelsage.tasks.loaders.npukernelbench import (
+    load_npu_dir,
+    load_npu_task,
+    npu_identity,
+    one_case,
+    task_folders,
+)
 from kernelsage.tasks.loaders.suite import load_suite_dir, load_suite_file
 from kernelsage.tasks.loaders.tracks import Track, suite_tracks
 from kernelsage.tasks.model import Task, TaskOrigin, with_tolerance
@@ -164,7 +170,8 @@ def _load_task(origin: TaskOrigin, task_id: str) -> Task:
     if origin.format in ("kernelbench", "multikernelbench"):
         return load_kernelbench_file(path, root, origin.format, origin.tolerance_rule or CHECKOUT)
     if origin.format == "npukernelbench":
-        return load_npu_task(path, root)
+        task = load_npu_task(path, root)
+        return one_case(task, origin.case) if origin.case else task
     raise TaskLoadError(f"unknown task format {origin.format!r}")
 
 

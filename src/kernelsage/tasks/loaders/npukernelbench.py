@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import dataclasses
 import math
 from collections.abc import Collection
 from pathlib import Path
@@ -19,10 +20,11 @@ from typing import Any
 
 import torch
 
-from kernelsage.errors import TaskLoadError
+from kernelsage.errors import TaskLoadError, UnknownTaskError
 from kernelsage.tasks.loaders.common import LoadReport, collect, import_file, level_from_path, reference_model
 from kernelsage.tasks.loaders.module_task import module_instantiate
 from kernelsage.tasks.loaders.npu_standin import torch_npu_standin
+from kernelsage.tasks.loaders.npukernelbench_config import harness_config
 from kernelsage.tasks.model import CustomCheck, Task, TaskOrigin, TestCase
 from kernelsage.tasks.tolerance import NPUKERNELBENCH_RULE
 
@@ -159,11 +161,45 @@ def _custom_check(prepare: Any) -> CustomCheck | None:
 
 
 def load_npu_dir(root: Path, task_ids: Collection[str] | None = None) -> LoadReport:
-    """Every task folder below `root`, or only those of `task_ids` (the others are not even read)."""
+    """Every task folder below `root`, or only those of `task_ids` (the others are not even read). In the
+    checkout's static-shape mode each folder is a task per case id below n_case (`static_shape_tasks`); an
+    id may then name the folder (all its case tasks) or one case task."""
     folders = task_folders(root)
     if task_ids is not None:
-        folders = [folder for folder in folders if npu_identity(folder, root)[0] in task_ids]
-    return collect(folders, lambda folder: load_npu_task(folder, root), lambda folder: npu_identity(folder, root))
+        wanted = {folder_id(task_id) for task_id in task_ids}
+        folders = [folder for folder in folders if npu_identity(folder, root)[0] in wanted]
+    report = collect(folders, lambda folder: load_npu_task(folder, root), lambda folder: npu_identity(folder, root))
+    config = harness_config(root)
+    if config.static_shapes:
+        report.tasks = [one for task in report.tasks for one in static_shape_tasks(task, config.n_case)]
+        if task_ids is not None:
+            report.tasks = [task for task in report.tasks if task.id in task_ids or folder_id(task.id) in task_ids]
+    return report
+
+
+def static_shape_tasks(task: Task, n_case: int) -> list[Task]:
+    """NPUKernelBench's static-shape mode: the task as one task per case id below `n_case`, each prompted,
+    built and judged on its own case (upstream's kernel-only kernels get no shapes from the question's tiling,
+    so a kernel is written for one case's shapes)."""
+    wanted = {f"case_{number}" for number in range(n_case)}
+    return [one_case(task, case.name) for case in task.cases if case.name in wanted]
+
+
+def one_case(task: Task, case_name: str) -> Task:
+    """The task restricted to one of its cases (id `<task id>/<case>`), recorded in its origin so that a worker
+    loads the same."""
+    case = next((c for c in task.cases if c.name == case_name), None)
+    if case is None:
+        raise UnknownTaskError(f"task {task.id!r} has no case {case_name!r} (it has "
+                               f"{', '.join(c.name for c in task.cases)})")
+    origin = dataclasses.replace(task.origin, case=case_name) if task.origin else None
+    return dataclasses.replace(task, id=f"{task.id}/{case_name}", cases=(case,), perf_case=case, origin=origin)
+
+
+def folder_id(task_id: str) -> str:
+    """The task folder's id of a task id (a static-shape case task's `<folder id>/case_<n>`)."""
+    head, _, last = task_id.rpartition("/")
+    return head if head and last.startswith("case_") else task_id
 
 
 def npu_category(folder: Path) -> str:

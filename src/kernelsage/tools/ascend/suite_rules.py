@@ -6,8 +6,9 @@ own work directory, `framework/task_object.py` `work_path`, judged alone, `frame
 line 86) and `eval.num_correct_trials: 1`; inputs are made on the NPU and the reference runs on the CPU
 (`batch_precision_eval.py` lines 89-96); any NaN or inf in either output fails (`framework/utils.py`
 `check_precision`) unless the task brings its own `custom_check_precision`, which replaces that check.
-The checkout's own base_config.yaml is read when it is there, so a checkout configured otherwise is run
-as it says; without one the defaults above hold.
+The checkout's own base_config.yaml is read when it is there (`kernelsage.tasks.loaders.npukernelbench_config`),
+so a checkout configured otherwise is run as it says; in static-shape mode the loader makes one task per case
+id. A task folder without one is judged kernelsage's way: kernel-only, every case against one kernel.
 
 MultiKernelBench (460a972): the reference runs on the device, on the same inputs (`utils/correctness.py`
 `execute_template`), `num_correct_trials = 5` (`config.py`), `torch.allclose(atol=1e-4, rtol=1e-4)` (NaN
@@ -22,11 +23,9 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from kernelsage.tasks.loaders.npukernelbench_config import harness_config
 from kernelsage.tasks.model import Task
 
-NPUKERNELBENCH_CONFIG = "base_config.yaml"
 KERNEL_ONLY, FULL = "kernel_only", "full"
 MODE_ENV = "KERNELSAGE_ASCEND_TEMPLATE_MODE"  # kernel_only | full: the user's choice over the suite's
 
@@ -54,51 +53,15 @@ MULTIKERNELBENCH_RULES = SuiteRules(
     source="MultiKernelBench config.py num_correct_trials, utils/correctness.py execute_template")
 
 
-def checkout_config(task_folder: Path) -> Path | None:
-    """The NPUKernelBench checkout's base_config.yaml above a task folder, if there is one."""
-    for folder in (task_folder, *task_folder.parents):
-        candidate = folder / NPUKERNELBENCH_CONFIG
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def read_config(text: str) -> dict[str, object]:
-    """The settings of a base_config.yaml, nested keys as `section.key`; {} for a file that is not a mapping
-    or not YAML (the defaults then hold)."""
-    try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return {}
-    if not isinstance(loaded, dict):
-        return {}
-    settings: dict[str, object] = {}
-    for key, value in loaded.items():
-        if isinstance(value, dict):
-            settings.update({f"{key}.{inner}": item for inner, item in value.items()})
-        else:
-            settings[str(key)] = value
-    return settings
-
-
-def _flag(settings: dict[str, object], key: str, default: bool) -> bool:
-    value = settings.get(key)
-    return value if isinstance(value, bool) else default
-
-
 def npukernelbench_rules(task_folder: Path, mode: str = "") -> SuiteRules:
-    """NPUKernelBench's rules for a task folder: its checkout's base_config.yaml where present, else the
-    defaults; `mode` (kernel_only | full) overrides the template mode."""
-    rules = NPUKERNELBENCH_RULES
-    config = checkout_config(task_folder)
-    if config is not None:
-        settings = read_config(config.read_text(encoding="utf-8", errors="replace"))
-        trials = settings.get("eval.num_correct_trials")
-        rules = dataclasses.replace(
-            rules, kernel_only=_flag(settings, "kernel_only_mode", rules.kernel_only),
-            per_case=_flag(settings, "static_shape_mode", rules.per_case),
-            trials=trials if isinstance(trials, int) and not isinstance(trials, bool) and trials > 0 else rules.trials,
-            source=f"{config} ({rules.source})")
+    """NPUKernelBench's rules for a task folder: its checkout's base_config.yaml where present
+    (`kernelsage.tasks.loaders.npukernelbench_config`), else the defaults; `mode` (kernel_only | full)
+    overrides the template mode."""
+    config = harness_config(task_folder)
+    rules = dataclasses.replace(NPUKERNELBENCH_RULES, kernel_only=config.kernel_only,
+                                per_case=config.static_shapes)
+    if config.path:
+        rules = dataclasses.replace(rules, trials=config.trials, source=f"{config.path} ({rules.source})")
     if mode:
         if mode not in (KERNEL_ONLY, FULL):
             raise ValueError(f"template mode {mode!r} is not one of {KERNEL_ONLY}, {FULL}")
