@@ -9,7 +9,7 @@ from typing import Any
 from kernelsage.tasks.loaders import load_task
 from kernelsage.tasks.model import Task, TaskOrigin
 
-_TASKS: dict[tuple[str, str, str, float, str, str], Task] = {}
+_TASKS: dict[tuple[str, str, float], Task] = {}
 
 
 def prepare_task(payload: dict[str, Any]) -> Task | None:
@@ -17,8 +17,8 @@ def prepare_task(payload: dict[str, Any]) -> Task | None:
     if "task" not in payload:
         return None
     origin = TaskOrigin(**payload["task"]["origin"])
-    key = (origin.format, origin.path, payload["task"]["id"], Path(origin.path).stat().st_mtime, repr(origin.scaling),
-           repr(origin.tolerance))
+    # the whole origin: its scaling, tolerance, tolerance rule and case each make another task of one file
+    key = (payload["task"]["id"], repr(origin), Path(origin.path).stat().st_mtime)
     if key not in _TASKS:
         _TASKS[key] = load_task(origin, payload["task"]["id"])
     return _TASKS[key]
