@@ -30,7 +30,7 @@ from tests.scale.helpers import (
     summary_counts,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
 
 
 @pytest.fixture(scope="module")

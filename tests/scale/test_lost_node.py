@@ -35,7 +35,7 @@ from tests.scale.helpers import (
     summary_counts,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
 POLICIES = "sage,uniform,none"
 
 
