@@ -21,6 +21,7 @@ from kernelsage.cli.common import (
     say,
 )
 from kernelsage.cli.memory_serve import serve
+from kernelsage.cli.mine import mine
 from kernelsage.errors import ConfigurationError, NamespaceError
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
@@ -72,18 +73,18 @@ def _resolve(store: Any, namespace: str | None, run: str | None, policy: str | N
 
 
 def _item_row(item: MemoryItem) -> dict[str, Any]:
-    return dataclasses.asdict(item)
+    return {**dataclasses.asdict(item), "provenance": item.provenance}
 
 
 def _items_table(title: str, items: list[MemoryItem]) -> Any:
     table = new_table(title)
-    for column in ("id", "state", "utility", "shown", "adopted", "ops", "tokens"):
-        table.add_column(column, no_wrap=True, justify="left" if column == "state" else "right")
+    for column in ("id", "state", "from", "utility", "shown", "adopted", "ops", "tokens"):
+        table.add_column(column, no_wrap=True, justify="left" if column in ("state", "from") else "right")
     table.add_column("text (the rule once abstracted)", ratio=1, min_width=20)
     for item in items:
         text = " ".join(item.resident_text.split())
         table.add_row(
-            str(item.id), item.state, f"{item.utility:+.3f}", str(item.n_ret), str(item.n_ado),
+            str(item.id), item.state, item.provenance, f"{item.utility:+.3f}", str(item.n_ret), str(item.n_ado),
             str(len(item.adopting_ops)), str(item.resident_tokens), text if len(text) <= 240 else text[:239] + "…",
         )
     return table
@@ -121,6 +122,7 @@ def _stats_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("namespace", summary["namespace"]),
         ("items", f"{summary['items']} ({by_state['cold']} cold, {by_state['validated']} validated, "
                   f"{by_state['hot']} hot)"),
+        ("from", ", ".join(f"{n} {origin}" for origin, n in summary.get("by_provenance", {}).items()) or "-"),
         ("hot memory", f"{by_state['hot']} resident {'rule' if by_state['hot'] == 1 else 'rules'}, "
                        f"{summary['hot_tokens']} of {summary['hot_budget']} tokens, version {summary['hot_version']}"),
         ("episodes", f"{summary['episodes']} committed, {summary['solved_episodes']} of them solved"),
@@ -358,3 +360,4 @@ def audit(
 
 
 memory_app.command("serve")(serve)
+memory_app.command("mine")(mine)

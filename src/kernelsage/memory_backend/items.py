@@ -53,6 +53,11 @@ class MemoryItem:
     demoted_at: datetime | None
 
     @property
+    def provenance(self) -> str:
+        """Where the item came from: see `provenance_of`."""
+        return provenance_of(self.metadata.get("provenance"), self.kind, self.source_episode is not None)
+
+    @property
     def resident_text(self) -> str:
         """What the model sees: the abstracted rule once there is one, else the source text."""
         return self.rule_text or self.text
@@ -60,6 +65,16 @@ class MemoryItem:
     @property
     def resident_tokens(self) -> int:
         return self.rule_tokens if self.rule_tokens is not None else self.tokens
+
+
+def provenance_of(declared: str | None, kind: str, from_episode: bool) -> str:
+    """An item's origin for display and counts: the provenance its writer declared (mined lessons say "mined"),
+    else "knowledge" for a knowledge pack's items, "episode" for what an episode taught, else its kind."""
+    if declared:
+        return str(declared)
+    if kind == "knowledge":
+        return "knowledge"
+    return "episode" if from_episode else kind
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -255,6 +255,10 @@ SNAPSHOT = (
     "WHERE namespace_id = %s ORDER BY id"
 )
 COUNT_BY_STATE = "SELECT state, count(*) AS n FROM ks_items WHERE namespace_id = %s GROUP BY state"
+COUNT_BY_PROVENANCE = (
+    "SELECT metadata->>'provenance' AS declared, kind, source_episode IS NOT NULL AS from_episode, count(*) AS n "
+    "FROM ks_items WHERE namespace_id = %s GROUP BY 1, 2, 3"
+)
 ITEM_SUMMARY = (
     "SELECT count(*) AS items, avg(utility) AS mean_utility, "
     "coalesce(sum(COALESCE(rule_tokens, tokens)) FILTER (WHERE state = 'hot'), 0) AS hot_tokens, "

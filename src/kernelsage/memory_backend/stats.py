@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 
 from kernelsage.memory_backend import queries as q
-from kernelsage.memory_backend.items import NamespaceInfo
+from kernelsage.memory_backend.items import NamespaceInfo, provenance_of
 from kernelsage.memory_backend.params import SageParams
 
 STATES = ("cold", "validated", "hot")
@@ -33,6 +33,10 @@ def summary(conn: psycopg.Connection, info: NamespaceInfo, *, policy: str, read_
     """Counts by lifecycle state, hot-memory use, episodes and utility summary of a namespace; `info`
     should be read in the same transaction, so its hot-memory version matches the counts."""
     by_state = {r["state"]: r["n"] for r in conn.execute(q.COUNT_BY_STATE, (info.id,))}
+    by_provenance: dict[str, int] = {}
+    for row in conn.execute(q.COUNT_BY_PROVENANCE, (info.id,)):
+        origin = provenance_of(row["declared"], row["kind"], row["from_episode"])
+        by_provenance[origin] = by_provenance.get(origin, 0) + row["n"]
     items = conn.execute(q.ITEM_SUMMARY, (info.id,)).fetchone()
     episodes = conn.execute(q.EPISODE_SUMMARY, (info.id,)).fetchone()
     last = conn.execute(q.LAST_EPISODE_PARAMS, (info.id,)).fetchone()
@@ -44,6 +48,7 @@ def summary(conn: psycopg.Connection, info: NamespaceInfo, *, policy: str, read_
         "embedding_model": info.embedding_model,
         "items": items["items"],
         "by_state": {s: by_state.get(s, 0) for s in STATES},
+        "by_provenance": dict(sorted(by_provenance.items())),
         "hot_tokens": int(items["hot_tokens"]),
         "hot_budget": params.hot_budget_tokens,
         "hot_version": info.hot_version,
