@@ -58,6 +58,10 @@ def simulate(
     sweep: list[str] = typer.Option([], "--sweep", help="NAME=V1,V2,... : rerun the first order once per value "
                                     "(a memory hyperparameter or a stand-in setting), repeatable."),
     sweep_policies: str = typer.Option("sage,uniform", help="Policies run in each sweep."),
+    warm_start: str = typer.Option("cold", "--warm-start", help="The memory every policy starts from: cold (the "
+                                   "knowledge pack) or mined[:N] (and N mined speed lessons; N = 3 by default)."),
+    mined: list[str] = typer.Option([], "--mined", help="A warm-start setting NAME=VALUE (keep_share, false_keep), "
+                                    "repeatable."),
     out: Path | None = typer.Option(None, "--out", help="Report folder (default: runs/simulate-<time>)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the Markdown/HTML report with plots."),
     ray: str | None = RayOption,
@@ -73,6 +77,7 @@ def simulate(
 
     target = ScaleOptions(ray=ray, ray_cpus=ray_cpus, ray_insecure=ray_insecure).target()  # before anything heavy loads
 
+    from kernelsage.evals.simulator.mined import parse_warm_start
     from kernelsage.evals.simulator.report import write_simulation_report
     from kernelsage.evals.simulator.standin import StandInConfig
     from kernelsage.evals.simulator.study import StudySpec, parse_sweep, run_study, run_sweep
@@ -83,8 +88,13 @@ def simulate(
     if overrides.get("adoption", "declared") != "declared":
         raise ConfigurationError("the simulator's stand-in writes no code to audit: adoption=audited applies to "
                                  "`run` and `compare`")
+    warm = parse_warm_start(warm_start)
+    mined_settings = _settings(mined, "--mined")
+    if mined_settings and warm is None:
+        raise ConfigurationError("--mined sets how a warm start is mined: give --warm-start mined[:N] with it")
     spec = StudySpec(policies=_names(policies, "--policies"), orders=_names(orders, "--orders"), seeds=seeds,
                      episodes=episodes, first_seed=first_seed,
+                     warm_start=warm.with_overrides(**mined_settings) if warm else None,
                      world=WorldConfig(operators_per_level=operators_per_level),
                      standin=StandInConfig().with_overrides(**_settings(standin, "--standin")),
                      params=SageParams().with_overrides(**overrides))

@@ -3,7 +3,8 @@ stochastic stand-in for the generator (no language model), and the real memory b
 episode commit, consolidation) underneath. See docs/simulator.md for the model and its assumptions.
 
 - world.py: operators, lessons, their true values, synthetic embeddings, stream orders
-- draws.py: random streams by purpose (world, order, pack, stand-in, policy): common random numbers
+- draws.py: random streams by purpose (world, order, pack, stand-in, policy, mined): common random numbers
+- mined.py: a warm start, mined lessons every policy's memory starts with
 - standin.py: the stand-in generator (use, declared adoption, round outcomes, new lessons)
 - truth.py: the ground truth of one memory (an item's contribution per episode) and what was observed
 - episode.py: one episode through the real memory; run.py: one stream in its own namespace

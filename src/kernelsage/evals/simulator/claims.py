@@ -89,3 +89,28 @@ def judge(values: dict[tuple[str, str], dict[str, list[float | None]]], claims: 
                 rows.append({"claim": claim.name, "order": order or f"{a[1]} vs {b[1]}", "measure": measure,
                              **cell, "verdict": verdict(cell), "detectable": detectable(cell)})
     return rows
+
+
+WARM_MEASURES = ("er", "level3_er", "fast1", "s_self_mean")
+WARM_ARM = " mined="  # a warm-start arm is named "POLICY mined=N"; its cold start is the arm "POLICY"
+
+
+def warm_arm(policy: str, lessons: int) -> str:
+    """The arm of `policy` starting from `lessons` mined lessons (0: its cold start, the policy's name)."""
+    return f"{policy}{WARM_ARM}{lessons}" if lessons else policy
+
+
+def warm_start_rows(values: dict[tuple[str, str], dict[str, list[float | None]]],
+                    measures: Sequence[str] = WARM_MEASURES) -> list[dict[str, Any]]:
+    """Each warm-start arm against its policy's cold start on the same order and seeds: warm - cold, paired by
+    seed, in the order the arms were run. Arms without their cold start are left out."""
+    rows = []
+    for arm, order in values:
+        policy, sep, lessons = arm.partition(WARM_ARM)
+        if not sep or (policy, order) not in values:
+            continue
+        for measure in measures:
+            cell = paired(values[(arm, order)][measure], values[(policy, order)][measure], share=measure in SHARES)
+            rows.append({"claim": f"{policy}: {lessons} mined - cold", "order": order, "measure": measure, **cell,
+                         "verdict": verdict(cell), "detectable": detectable(cell)})
+    return rows

@@ -1,8 +1,9 @@
 """Random streams kept apart by purpose, so that paired comparisons use common random numbers.
 
 Every draw of the simulator comes from a stream named by its purpose and a key: the world, the stream's
-order, the knowledge pack, the stand-in's draws of one episode (keyed by the episode's position in the
-stream, and by the item for per-item draws) and each policy's own choices (keyed by the policy's name).
+order, the knowledge pack, a warm start's mined lessons, the stand-in's draws of one episode (keyed by the
+episode's position in the stream, and by the item for per-item draws) and each policy's own choices (keyed
+by the policy's name).
 Nothing is drawn from a generator shared along the stream, so what one policy does in episode 10 cannot
 shift the draws of episode 11: two policies meet the same world, the same operators, and in each episode
 the same rounds' chances and the same per-item draws for an item both show. A difference in their
@@ -17,7 +18,7 @@ import zlib
 
 import numpy as np
 
-PURPOSES = ("world", "order", "pack", "standin", "policy")
+PURPOSES = ("world", "order", "pack", "standin", "policy", "mined")  # append only: an index seeds a stream
 # Keys of the stand-in's per-episode streams (the second key after the episode's position).
 DRAFT, REFINE, LESSON, ITEM = 0, 1, 2, 3
 STAGE_KEYS = {"draft": 0, "refine": 1}
@@ -71,6 +72,11 @@ def item_uniforms(seed: int, purpose: str, key: tuple[int, ...], items: np.ndarr
 def pack_key(index: int) -> int:
     """The stable key of the knowledge pack's `index`-th item (the same item in every policy's memory)."""
     return index
+
+
+def mined_key(index: int) -> int:
+    """The stable key of the `index`-th mined item of a warm start (the same item in every policy's memory)."""
+    return (1 << 61) | index
 
 
 def experience_key(position: int, transition: int) -> int:

@@ -69,6 +69,9 @@ def write_simulation_report(study: Study, sweeps: Sequence[Sweep], out_dir: Path
     out_dir.mkdir(parents=True, exist_ok=True)
     tables = [*study_tables(study), *(sweep_table(s) for s in sweeps)]
     notes = [*NOTES, *(f"Invariant broken: {p}" for p in study.problems)]
+    if study.spec.warm_start is not None:
+        notes.insert(1, f"Warm start: every policy starts from the knowledge pack and the same mined lessons (at most "
+                        f"{study.spec.warm_start.lessons} per seed; assumptions: docs/simulator.md, 'Warm start').")
     plots = plot_study(study, sweeps, out_dir / "plots")
     markdown = out_dir / "report.md"
     markdown.write_text(_markdown(title, notes, tables, plots, out_dir), encoding="utf-8")

@@ -13,6 +13,7 @@ import numpy as np
 from kernelsage.evals.records import EpisodeRecord
 from kernelsage.evals.simulator import draws
 from kernelsage.evals.simulator.episode import EpisodeContext, run_episode
+from kernelsage.evals.simulator.mined import WarmStart, mined_items
 from kernelsage.evals.simulator.standin import StandInConfig
 from kernelsage.evals.simulator.truth import HARMFUL, HELPFUL, Truth
 from kernelsage.evals.simulator.world import World, WorldConfig, build_world, stream_operators
@@ -36,6 +37,7 @@ class StreamSpec:
     params: SageParams = field(default_factory=SageParams)
     seed_items_per_lesson: int = 1  # the knowledge pack every memory starts with (one item per lesson)
     extra_seed_items: int = 0  # more starting items, instances of random lessons (the load test)
+    warm_start: WarmStart | None = None  # mined lessons every memory starts with besides the pack (mined.py)
     new_experiences: bool = True  # successes add experiences (False: a fixed memory, for controlled tests)
     keep_adoption: bool = True  # keep every adoption record in the episode records (False: long load tests)
     checkpoints: int = 40  # hot-memory snapshots along the stream
@@ -86,7 +88,9 @@ def _seed_items(world: World, spec: StreamSpec, rng: np.random.Generator) -> lis
 def _open(store: MemoryStore, world: World, spec: StreamSpec, truth: Truth, rng: np.random.Generator) -> Memory:
     name = f"{spec.namespace_prefix}/{uuid.uuid4().hex[:10]}/{spec.policy}/{spec.order}/s{spec.seed}"
     memory = store.open(name, embedding_dim=world.config.dim, policy=spec.policy, params=spec.params)
-    items = _seed_items(world, spec, rng)
+    items = _seed_items(world, spec, rng)  # the pack's draws come first: a warm start leaves the pack as it was
+    if spec.warm_start is not None:
+        items += mined_items(world, spec.warm_start, spec.seed)
     for offset in range(0, len(items), SEED_BATCH):
         batch = items[offset: offset + SEED_BATCH]
         start = time.perf_counter()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from kernelsage.errors import ConfigurationError
 from kernelsage.evals.simulator.dispatch import Dispatch, StreamOutcome, in_process
 from kernelsage.evals.simulator.measures import summarise_seeds
+from kernelsage.evals.simulator.mined import WarmStart
 from kernelsage.evals.simulator.run import StreamResult, StreamSpec
 from kernelsage.evals.simulator.standin import StandInConfig
 from kernelsage.evals.simulator.world import WorldConfig
@@ -32,6 +33,7 @@ class StudySpec:
     params: SageParams = field(default_factory=SageParams)
     seed_items_per_lesson: int = 1
     first_seed: int = 0
+    warm_start: WarmStart | None = None  # every policy starts from the same mined lessons (None: the pack alone)
 
     def __post_init__(self) -> None:
         if not self.policies or not self.orders:
@@ -43,7 +45,8 @@ class StudySpec:
 
     def stream(self, policy: str, order: str, seed: int) -> StreamSpec:
         return StreamSpec(policy=policy, order=order, seed=seed, episodes=self.episodes, world=self.world,
-                          standin=self.standin, params=self.params, seed_items_per_lesson=self.seed_items_per_lesson)
+                          standin=self.standin, params=self.params, seed_items_per_lesson=self.seed_items_per_lesson,
+                          warm_start=self.warm_start)
 
     def settings(self) -> dict[str, Any]:
         return {"policies": list(self.policies), "orders": list(self.orders), "seeds": self.seeds,
@@ -53,7 +56,8 @@ class StudySpec:
                 "world": {"operators": 3 * self.world.operators_per_level, "categories": self.world.categories,
                           "lessons": self.world.lessons, "dim": self.world.dim,
                           "kind_shares": dict(self.world.kind_shares)},
-                "seed_items_per_lesson": self.seed_items_per_lesson}
+                "seed_items_per_lesson": self.seed_items_per_lesson,
+                "warm_start": None if self.warm_start is None else asdict(self.warm_start)}
 
 
 @dataclass(kw_only=True)
