@@ -13,6 +13,7 @@ from kernelsage.cli.memory import memory_app
 from kernelsage.cli.runs import compare, report, run
 from kernelsage.cli.simulate import simulate
 from kernelsage.cli.tasks import check, tasks_app
+from kernelsage.cli.tune import tune
 
 app = typer.Typer(
     name="kernelsage",
@@ -30,6 +31,7 @@ app.command("report")(report)
 app.command("eval")(evaluate)
 app.command("doctor")(doctor)
 app.command("simulate")(simulate)
+app.command("tune")(tune)
 
 
 def _print_version(value: bool) -> None:

@@ -157,4 +157,33 @@ static inline uint16_t ks_float_to_bf16(float f) {
     return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 
+/*
+ * Tunable compile-time parameters (`kernelsage tune`, docs/tuning.md). At file or function scope,
+ *
+ *     KS_TUNABLE(BLOCK_M, 64, 32, 128);   // the allowed values; the first is the default
+ *
+ * declares `static constexpr long long BLOCK_M`: the default, or the value the tuner chose, which it writes as
+ * `#define KS_TUNE_BLOCK_M KS_TUNED(128)` into ks_tuning.h beside the kernel (or `-DKS_TUNE_BLOCK_M=KS_TUNED(128)`).
+ * A value the declaration does not list fails the build. The kernel must be correct for every allowed value.
+ */
+#ifdef __cplusplus
+#define KS_TUNED(value) ~, value /* the comma tells a set KS_TUNE_<name> from an unset one (an identifier) */
+#define KS_TUNE_SECOND_(first, second, ...) second
+#define KS_TUNE_SECOND(...) KS_TUNE_SECOND_(__VA_ARGS__)
+#define KS_TUNE_FIRST_(first, ...) first
+#define KS_TUNE_FIRST(...) KS_TUNE_FIRST_(__VA_ARGS__)
+template <typename... Allowed>
+constexpr bool ks_tune_allowed(long long value, Allowed... allowed) {
+    return ((value == (long long)allowed) || ...);
+}
+#define KS_TUNABLE(name, ...)                                                                              \
+    static constexpr long long name = KS_TUNE_SECOND(KS_TUNE_##name, KS_TUNE_FIRST(__VA_ARGS__), ~);     \
+    static_assert(ks_tune_allowed(name, __VA_ARGS__), "KS_TUNE_" #name " is not a value KS_TUNABLE lists")
+#if defined(__has_include)
+#if __has_include("ks_tuning.h")
+#include "ks_tuning.h"
+#endif
+#endif
+#endif
+
 #endif /* KERNELSAGE_CPU_H */

@@ -1,0 +1,89 @@
+"""The space a kernel declares: named parameters, each with its allowed values (the first is the default), and
+the configurations the tuner may build (every combination, or the explicit list a Triton autotune gives)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kernelsage.errors import ConfigurationError
+
+Value = int
+Config = tuple[tuple[str, Value], ...]  # (name, value) pairs in declaration order: hashable, printable
+
+
+class TuningError(ConfigurationError):
+    """A kernel's tunables cannot be tuned: none declared, a malformed declaration, or no correct default."""
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """One declared parameter: its name and allowed values, the first being the default."""
+
+    name: str
+    values: tuple[Value, ...]
+    line: int = 0  # where it was declared (1-based; 0 when unknown)
+
+    @property
+    def default(self) -> Value:
+        return self.values[0]
+
+
+@dataclass(frozen=True)
+class TuningSpace:
+    """The parameters and the configurations allowed; `configs[0]` is the default."""
+
+    parameters: tuple[Tunable, ...]
+    configs: tuple[Config, ...]
+
+    @property
+    def default(self) -> Config:
+        return self.configs[0]
+
+    @property
+    def size(self) -> int:
+        return len(self.configs)
+
+
+def grid_space(parameters: Sequence[Tunable]) -> TuningSpace:
+    """Every combination of the parameters' values, the all-defaults one first."""
+    if not parameters:
+        raise TuningError("no tunable parameters declared")
+    names = [p.name for p in parameters]
+    combos = itertools.product(*(p.values for p in parameters))
+    return TuningSpace(tuple(parameters), tuple(tuple(zip(names, combo, strict=True)) for combo in combos))
+
+
+def listed_space(configs: Sequence[Mapping[str, Value]]) -> TuningSpace:
+    """An explicit list of configurations (the first is the default), all naming the same parameters."""
+    if not configs:
+        raise TuningError("no tunable configurations declared")
+    names = list(configs[0])
+    for index, config in enumerate(configs):
+        if list(config) != names:
+            raise TuningError(f"configuration {index + 1} sets {sorted(config)}, the first sets {sorted(names)}: "
+                              "every configuration must set the same parameters")
+    parameters = tuple(Tunable(name, tuple(dict.fromkeys(c[name] for c in configs))) for name in names)
+    unique = tuple(dict.fromkeys(tuple((name, c[name]) for name in names) for c in configs))
+    return TuningSpace(parameters, unique)
+
+
+def neighbours(space: TuningSpace, config: Config) -> list[Config]:
+    """The allowed configurations that differ from `config` in one parameter, nearest first: a parameter moved
+    to the next larger or smaller of its values (by size) before two steps away, and so on, parameters in turn."""
+    order = {p.name: sorted(p.values) for p in space.parameters}
+    current = dict(config)
+    found = []
+    for other in space.configs:
+        changed = [(name, value) for name, value in other if value != current[name]]
+        if len(changed) == 1:
+            name, value = changed[0]
+            steps = abs(order[name].index(value) - order[name].index(current[name]))
+            found.append((steps, [n for n, _ in config].index(name), other))
+    return [other for _, _, other in sorted(found, key=lambda entry: entry[:2])]
+
+
+def describe(config: Config) -> str:
+    """`BLOCK_M=64 UNROLL=4`: how a configuration is printed."""
+    return " ".join(f"{name}={value}" for name, value in config)
