@@ -17,4 +17,4 @@ demo: setup
 test: setup
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile

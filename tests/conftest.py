@@ -71,12 +71,3 @@ def seeded(store: MemoryStore, namespace: str) -> list[int]:
         NewItem(text="Return 0 from ks_kernel and end every statement with a semicolon", operator="l1_abs"),
         NewItem(text="Handle float16 by converting through float with the header helpers", operator="l1_sigmoid"),
     ])
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for pytest-xdist's `--dist loadgroup` (README: Run the tests): a file's tests stay in one worker, so
-    its module fixtures are made once, and the files that start Ray clusters share one group, so no two clusters
-    compete for the cores at once (beside another, the lost-node test took three times as long)."""
-    for item in items:
-        group = "ray-clusters" if item.get_closest_marker("starts_ray") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))

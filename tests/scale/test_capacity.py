@@ -21,8 +21,6 @@ from kernelsage.scale.simulate import SIMULATED_STREAM_CPUS
 from kernelsage.scale.streams import STREAM_CPUS
 from tests.scale.helpers import compare_args, env, kernelsage, order_file
 
-pytestmark = pytest.mark.starts_ray  # its last test starts a local cluster (tests/conftest.py)
-
 
 def _cpu(slots: int):
     return device_plan("cpu", {"CPU": 64.0}, slots)

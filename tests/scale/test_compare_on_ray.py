@@ -30,7 +30,7 @@ from tests.scale.helpers import (
     summary_counts,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from kernelsage.scale.devices import PooledBackend, device_plan, start_pool
 from kernelsage.tools.results import Candidate
 from tests.graph.scripts import example_source
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

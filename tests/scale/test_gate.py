@@ -11,7 +11,7 @@ import pytest
 
 from kernelsage.scale.gate import gate_name, open_gate
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

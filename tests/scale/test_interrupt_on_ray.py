@@ -16,7 +16,7 @@ import pytest
 from tests.models.openai_server import serve
 from tests.scale.helpers import InFlight, compare_args, env, order_file, stream_workers
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])  # ray.init's own SIGTERM handler is undone

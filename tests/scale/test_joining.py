@@ -24,7 +24,7 @@ import pytest
 
 from tests.memory.served_process import free_port, start, stop
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 RAY = str(Path(sys.executable).with_name("ray"))
 STUDY = ("simulate", "--policies", "sage", "--orders", "mixed", "--seeds", "1", "--episodes", "3", "--no-report",
          "--json")

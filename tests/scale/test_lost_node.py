@@ -35,7 +35,7 @@ from tests.scale.helpers import (
     summary_counts,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 POLICIES = "sage,uniform,none"
 
 

@@ -10,7 +10,7 @@ import pytest
 from kernelsage.scale.access import loopback_only
 from kernelsage.scale.cluster import RayTarget, connected
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 
 
 def test_two_raylets_of_one_host_share_the_embedded_database(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ import pytest
 from kernelsage.scale.access import checks_no_token, is_loopback
 from kernelsage.scale.cluster import RayTarget, adopt_secrets, connected, worker_secrets
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 SECRETS = {"KERNELSAGE_MODEL_API_KEY": "sk-model-7f3a9c", "LANGSMITH_API_KEY": "lsv2-langsmith-51c0",
            "DATABASE_URL": "postgresql://writer:pw-database-e2d4@db.example:5432/memory"}
 

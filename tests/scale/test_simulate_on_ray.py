@@ -12,7 +12,7 @@ import pytest
 
 from kernelsage.memory_backend.store import MemoryStore
 
-pytestmark = [pytest.mark.slow, pytest.mark.starts_ray]
+pytestmark = pytest.mark.slow
 STUDY = ("--policies", "sage,uniform", "--orders", "mixed", "--seeds", "2", "--episodes", "12",
          "--sweep", "beta=0,0.4", "--sweep-policies", "sage", "--no-report", "--json")
 

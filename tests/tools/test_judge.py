@@ -146,7 +146,8 @@ def test_a_timeout_kills_the_whole_sandbox_and_the_next_candidate_works(cpu_back
     assert result.status is Status.TIMEOUT and time.monotonic() - started < cpu_backend.run_limits.wall_s + 10
     worker = cpu_backend._sandbox._process
     assert worker is not None
-    deadline = time.monotonic() + 3  # other sessions' sandboxes may pass through being torn down meanwhile
+    # a killed sandbox is torn down in moments, slower on a busy machine; a runner that survived loops on
+    deadline = time.monotonic() + 15
     while _stray_runners(worker.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _stray_runners(worker.pid), "a runner survived its timeout"

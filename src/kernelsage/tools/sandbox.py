@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,14 @@ class Sandbox:
 
     def _read_line(self, process: subprocess.Popen[bytes], timeout: float) -> bytes:
         assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], timeout)
+        deadline = time.monotonic() + timeout
+        ready: list[Any] = []
+        # Watched, not only waited on: a job's child can still hold the worker's stdout after the worker died,
+        # so no end of file comes until that child ends (at its own limits, minutes later).
+        while not ready and time.monotonic() < deadline:
+            ready, _, _ = select.select([process.stdout], [], [], min(1.0, max(0.0, deadline - time.monotonic())))
+            if not ready and process.poll() is not None:
+                break
         line = process.stdout.readline() if ready else b""
         if not line:
             process.kill()
