@@ -322,5 +322,8 @@ def test_a_checkout_in_static_shape_mode_makes_a_task_per_case_as_its_harness_do
     assert again.id == second.id and [c.name for c in again.cases] == ["case_2"]
     assert [t.id for t in load_suite(tmp_path / "tasks", task_ids=["level1/GeluCustom/case_2"]).tasks] == [second.id]
     assert len(load_suite(tmp_path / "tasks", task_ids=["level1/GeluCustom"]).tasks) == 2
+    # a base_config.yaml that is not beside a `tasks` folder is no checkout's: a user's own folder is unchanged
+    shutil.copytree(tmp_path / "tasks" / "level1", tmp_path / "mine" / "level1")
+    assert [len(t.cases) for t in load_suite(tmp_path / "mine").tasks] == [3]
     (tmp_path / "base_config.yaml").write_text("static_shape_mode: False\n")
     assert [len(t.cases) for t in load_suite(tmp_path / "tasks").tasks] == [3]

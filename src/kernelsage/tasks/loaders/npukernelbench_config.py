@@ -31,15 +31,12 @@ class HarnessConfig:
 
 
 def checkout_config(task_folder: Path) -> Path | None:
-    """The checkout's base_config.yaml: beside the `tasks` folder that holds `task_folder`, else in the
-    nearest folder above it that has one."""
-    for folder in (task_folder, *task_folder.parents):
-        candidate = folder / CONFIG_FILE
-        if candidate.is_file():
-            return candidate
-        if folder.name == "tasks" and (folder.parent / CONFIG_FILE).is_file():
-            return folder.parent / CONFIG_FILE
-    return None
+    """The checkout's base_config.yaml: only beside the `tasks` folder that holds `task_folder` (or that the
+    folder itself holds), as upstream lays it out; a base_config.yaml anywhere else above is not the suite's."""
+    roots = [folder.parent for folder in (task_folder, *task_folder.parents) if folder.name == "tasks"]
+    if (task_folder / "tasks").is_dir():  # the checkout's root itself
+        roots.insert(0, task_folder)
+    return next((root / CONFIG_FILE for root in roots if (root / CONFIG_FILE).is_file()), None)
 
 
 def read_config(text: str) -> dict[str, Any]:
