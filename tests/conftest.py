@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,6 +50,46 @@ def namespace() -> str:
     return f"test-{uuid.uuid4().hex[:12]}"
 
 
+# Two workers (README's `-n 2 --dist loadfile`) finish together only when the units that take minutes start first:
+# pytest-xdist's own order (most tests first) left them for last, where both workers ran Ray clusters at once
+# (each slowed the other by up to 3x) or one ran a long file while the other idled. The Ray tests are one unit, so
+# no two clusters share the machine. Order only: every test still runs.
+RAY_UNIT = "tests/scale"
+LONGEST_UNITS = (RAY_UNIT, "tests/evals/test_commands.py")  # minutes each in CI; then files with slow tests
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit one xdist worker runs whole: the test's file, or the Ray tests' folder."""
+    path = nodeid.split("::", 1)[0]
+    return RAY_UNIT if path.startswith(RAY_UNIT + "/") else path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    units = [work_unit(item.nodeid) for item in items]
+    sizes = Counter(units)
+    slow = {unit for unit, item in zip(units, items, strict=True) if item.get_closest_marker("slow")}
+
+    def rank(position: int) -> tuple[int, int, int]:
+        unit = units[position]
+        known = LONGEST_UNITS.index(unit) if unit in LONGEST_UNITS else len(LONGEST_UNITS) + (unit not in slow)
+        return known, -sizes[unit], position
+
+    items[:] = [items[i] for i in sorted(range(len(items)), key=rank)]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` with the Ray tests as one unit, in the collection's order (above)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return LongestFirst(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -59,6 +59,18 @@ def test_a_claim_that_the_best_measured_again_beside_it_undoes_is_no_improvement
     assert unchecked.improves_on(best)
 
 
+def test_a_claim_beyond_the_machines_drift_needs_no_second_profile() -> None:
+    first = _at(8.0, 1.0, 1)  # a first draft at 8x its reference
+    much_better = _at(1.0, 1.0, 2)  # 8x faster: drift between runs (0.88x-1.92x of the reference) cannot make that
+    assert much_better.faster_beyond_drift(first) and not first.faster_beyond_drift(much_better)
+    # nothing is profiled again: the stand-in for a backend has no compile, so a try would raise
+    assert rechecked(object(), None, much_better, first) is much_better and much_better.improves_on(first)
+    modest = _at(4.0, 1.0, 2)  # 2x: a change of the machine could make that, so the best is measured again
+    assert modest.clearly_faster_than(first) and not modest.faster_beyond_drift(first)
+    with pytest.raises(AttributeError):
+        rechecked(object(), None, modest, first)
+
+
 @pytest.mark.slow
 def test_the_same_kernel_measured_again_never_earns_credit(cpu_backend, suite) -> None:
     task = find_task(suite, "l1_relu")

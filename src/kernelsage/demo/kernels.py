@@ -50,7 +50,7 @@ _REPEAT = """
 extern "C" int ks_kernel(const ks_tensor* inputs, int n_inputs, ks_tensor* outputs, int n_outputs,
                          const ks_attr* attrs, int n_attrs) {
     int status = 0;
-    for (int pass = 0; pass < 8 && status == 0; ++pass)  // a first version that does its work eight times
+    for (int pass = 0; pass < 3 && status == 0; ++pass)  // a first version that does its work three times
         status = ks_kernel_body(inputs, n_inputs, outputs, n_outputs, attrs, n_attrs);
     return status;
 }

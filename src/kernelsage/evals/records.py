@@ -40,8 +40,9 @@ class TokenUsage(_Record):
 
 
 class EpisodeRecord(EpisodeOutcome):
-    """One operator in a stream under one memory policy: the episode's outcome, every attempt (with its
-    code and the backend's verdicts, for audits), every adoption record, the memory update, and the run."""
+    """One operator in a stream under one memory policy: the episode's outcome (with `tuning`, the tuning
+    step's records, left out of the JSON when it did not run), every attempt (with its code and the backend's
+    verdicts, for audits), every adoption record, the memory update, and the run."""
 
     run_id: str
     policy: str

@@ -31,6 +31,7 @@ from kernelsage.graph.nodes import (
     make_optimizer_node,
     make_retrieve_node,
     make_start_node,
+    make_tune_node,
 )
 from kernelsage.graph.resources import AgentModels, AgentResources
 from kernelsage.graph.state import EpisodeState
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 InsertionPoint = Literal["after_start", "before_write", "after_evaluate", "after_finish", "after_curator"]
 INSERTION_POINTS: tuple[str, ...] = get_args(InsertionPoint)
 EPISODE_NODES = ("start", "retrieve", "generator", "optimizer", "adoption_gate", "evaluate", "diagnostician",
-                 "finish", "curator")
+                 "tune", "finish", "curator")
 Insertions = Mapping[InsertionPoint, Sequence[tuple[str, Any]]]  # point -> [(node name, node), ...] in order
 
 
@@ -77,6 +78,7 @@ def add_episode(builder: StateGraph, resources: AgentResources, *, insert: Inser
     builder.add_node("adoption_gate", make_adoption_gate_node(resources))
     builder.add_node("evaluate", make_evaluate_node(resources))
     builder.add_node("diagnostician", make_diagnostician_node(resources))
+    builder.add_node("tune", make_tune_node(resources))
     builder.add_node("finish", finish)
     builder.add_node("curator", make_curator_node(resources))
 
@@ -87,8 +89,14 @@ def add_episode(builder: StateGraph, resources: AgentResources, *, insert: Inser
     builder.add_edge("generator", "adoption_gate")
     builder.add_edge("optimizer", "adoption_gate")
     builder.add_conditional_edges("adoption_gate", routing.route_after_gate, ["evaluate", "retrieve", "finish"])
+    backend = resources.backend.name
+
+    def after_evaluate(state: EpisodeState) -> str:  # the routing needs the backend to read tunables
+        return routing.route_after_evaluate(state, backend=backend)
+
     builder.add_conditional_edges(_chain(builder, "evaluate", insert.get("after_evaluate", ())),
-                                  routing.route_after_evaluate, ["finish", "diagnostician", "retrieve"])
+                                  after_evaluate, ["finish", "diagnostician", "retrieve", "tune"])
+    builder.add_conditional_edges("tune", routing.route_after_tune, ["finish", "retrieve"])
     builder.add_edge("diagnostician", "retrieve")
     builder.add_edge(_chain(builder, "finish", insert.get("after_finish", ())), "curator")
     builder.add_edge(_chain(builder, "curator", insert.get("after_curator", ())), exit)
@@ -109,7 +117,8 @@ def build_graph(
     insert: Insertions | None = None,
 ) -> StateGraph:
     """The kernel-writing episode for one task: retrieve -> write -> adoption gate -> evaluate ->
-    diagnose or refine, until the budget is spent; then finish and curate the memory.
+    diagnose or refine (after tuning the first correct kernel that declares tunables, when
+    `Context.tuning_budget` allows), until the budget is spent; then finish and curate the memory.
 
     Input: {"task_id": ...}. Settings per run: `context=Context(...)`. `state_schema` may be a subclass of
     `EpisodeState` with keys of your own; under a host whose `context_schema` is not `Context`, the

@@ -8,6 +8,7 @@ from typing import Any
 
 from kernelsage.errors import ConfigurationError
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE, parse_overrides
+from kernelsage.tuning.params import FIRST_COST
 
 
 def _env_int(name: str, default: int) -> int:
@@ -23,6 +24,9 @@ class Context:
     policy: str = field(default_factory=lambda: os.environ.get("KERNELSAGE_POLICY", "sage"))
     budget: int = field(default_factory=lambda: _env_int("KERNELSAGE_BUDGET", 30))  # T, candidates per episode
     early_stop_speedup: float | None = None  # stop refining once best beats the reference by this factor
+    # Compiles plus profiles the tuning step may spend on the episode's first correct kernel that declares
+    # tunables (docs/tuning.md); 0 (the default) = no tuning. Charged to `budget` at one round per two.
+    tuning_budget: int = field(default_factory=lambda: _env_int("KERNELSAGE_TUNING_BUDGET", 0))
     max_gate_asks: int = 2  # re-asks for missing or unknown adoption ids before the round fails
     max_parse_retries: int = 2  # re-asks for a malformed answer before the round fails
     top_k: int | None = None  # cold items shown per round (None: the memory's default)
@@ -34,6 +38,9 @@ class Context:
     params: dict[str, Any] = field(default_factory=lambda: parse_overrides(os.environ.get("KERNELSAGE_PARAMS", "")))
 
     def __post_init__(self) -> None:
+        if self.tuning_budget < 0 or 0 < self.tuning_budget < FIRST_COST:
+            raise ConfigurationError(f"tuning budget {self.tuning_budget}: give 0 (no tuning) or at least "
+                                     f"{FIRST_COST} (one compile and one profile of the default)")
         self.params = parse_overrides([f"{k}={v}" for k, v in self.params.items()])  # checked, method names too
         # T is the budget: a `rounds` parameter sets it, and the budget is recorded as `rounds`.
         rounds = self.params.get("rounds")

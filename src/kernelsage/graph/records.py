@@ -18,7 +18,7 @@ from kernelsage.memory_backend.items import ConsolidationResult
 from kernelsage.memory_backend.records import Stage, Tier
 from kernelsage.parsing import AdoptionRecord
 from kernelsage.tools.results import Evaluation, Timing
-from kernelsage.tools.timing import clearly_faster, clearly_faster_relative
+from kernelsage.tools.timing import clearly_faster, clearly_faster_relative, faster_beyond_drift
 
 
 class _Record(BaseModel):
@@ -90,6 +90,9 @@ class Attempt(_Record):
     detail: str = ""
     prompt_tokens: int | None = None  # the writing prompt's tokens (the server's count, else an estimate)
     rechecked: Recheck | None = None  # the best profiled again beside this round, when it claimed to beat it
+    # Written by the tuning step (the tuned configuration of the kernel before it), not by the model; left out
+    # of the JSON when False, so records of runs without tuning read as before.
+    tuned: bool = Field(default=False, exclude_if=lambda tuned: not tuned)
 
     @property
     def evaluated(self) -> bool:
@@ -132,6 +135,11 @@ class Attempt(_Record):
         mine, theirs = self._timings(), other._timings()
         return mine is not None and theirs is not None and clearly_faster_relative(*mine, *theirs)
 
+    def faster_beyond_drift(self, other: Attempt) -> bool:
+        """So much faster than `other` (`timing.BEYOND_DRIFT`) that no change of the machine explains it."""
+        mine, theirs = self._timings(), other._timings()
+        return mine is not None and theirs is not None and faster_beyond_drift(*mine, *theirs)
+
     def improves_on(self, best: Attempt) -> bool:
         """Clearly faster than `best`, and, where the best was profiled again beside this round (`rechecked`),
         also than that fresh measurement. The reference-relative time of one kernel moved 0.9x-1.9x between runs
@@ -171,10 +179,14 @@ class EpisodeOutcome(_Record):
     speedup: float | None = None  # t_reference / t_best; 1.0 when the measured noise hides the difference
     measured_speedup: float | None = None  # t_reference / t_best as measured, noise or not
     failure: str | None = None  # why the episode stopped before its budget was spent (e.g. the model failed)
+    # The tuning step's records (kernelsage.tuning.TuningResult.to_dict(), or {"error": ...}); left out of the JSON
+    # when empty, so records of runs without tuning read as before.
+    tuning: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda tuning: not tuning)
 
     @classmethod
     def of(cls, *, task_id: str, episode_id: str, level: int | None, rounds: int,
-           attempts: list[Attempt], failure: str | None = None) -> EpisodeOutcome:
+           attempts: list[Attempt], failure: str | None = None,
+           tuning: list[dict[str, Any]] | None = None) -> EpisodeOutcome:
         """The outcome of these attempts: the first correct one and the best, where a later kernel replaces
         the best only when it is faster beyond the measured noise (`best_of`). A correct kernel that was not
         timed (an interpreter) solves the episode with no times and no speedups."""
@@ -194,7 +206,7 @@ class EpisodeOutcome(_Record):
             self_speedup=t_first / t_best if t_first and t_best else None,
             speedup=measured if best is not None and best.reference_comparison() != 0 else
             (1.0 if measured is not None else None),
-            measured_speedup=measured, failure=failure,
+            measured_speedup=measured, failure=failure, tuning=tuning or [],
         )
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from kernelsage.graph.records import Attempt
 from kernelsage.graph.state import EpisodeState, attempts, best_attempt
+from kernelsage.tuning.dialects import dialect_for
+from kernelsage.tuning.space import TuningError
 
 MAX_MODEL_ERROR_ROUNDS = 3  # consecutive rounds whose model call failed before the episode gives up
 
@@ -44,13 +47,39 @@ def route_after_gate(state: EpisodeState) -> Literal["evaluate", "retrieve", "fi
     return "finish" if budget_spent(state) or episode_failure(state) else "retrieve"
 
 
-def route_after_evaluate(state: EpisodeState) -> Literal["finish", "diagnostician", "retrieve"]:
-    """Spent budget or early stop ends the episode; a failure is diagnosed; success is refined. A correct
-    kernel that was not timed (an interpreter) also ends it: it is neither slow nor fast, and no refinement
-    could be told better or worse without a clock."""
+def declares_tunables(backend: str, files: dict[str, str]) -> bool:
+    """The files declare, in the backend's way, tunables with more than one configuration (docs/tuning.md)."""
+    try:
+        return dialect_for(backend)[0](files).size > 1
+    except TuningError:  # none declared, a malformed declaration, or a backend without a dialect: not tuned
+        return False
+
+
+def should_tune(state: EpisodeState, attempt: Attempt, backend: str) -> bool:
+    """The tuning step runs once per episode, on the first correct timed kernel whose files declare tunables
+    (the first draft's, or a refinement's: a model that adds declarations proposes tuning), when it has a
+    budget (`Context.tuning_budget`)."""
+    return (state.get("tuning_budget", 0) > 0 and not state.get("tuning") and attempt.correct
+            and not attempt.untimed and declares_tunables(backend, attempt.files))
+
+
+def route_after_evaluate(state: EpisodeState, *, backend: str | None = None
+                         ) -> Literal["finish", "diagnostician", "retrieve", "tune"]:
+    """Spent budget or early stop ends the episode; a failure is diagnosed; success is refined, after the
+    tuning step where `should_tune` (given the `backend`; without one there is no tuning). A correct kernel
+    that was not timed (an interpreter) also ends it: it is neither slow nor fast, and no refinement could be
+    told better or worse without a clock."""
     if budget_spent(state):
         return "finish"
     last = attempts(state)[-1]
     if last.correct:
-        return "finish" if reached_early_stop(state) or last.untimed else "retrieve"
+        if reached_early_stop(state) or last.untimed:
+            return "finish"
+        return "tune" if backend is not None and should_tune(state, last, backend) else "retrieve"
     return "diagnostician"
+
+
+def route_after_tune(state: EpisodeState) -> Literal["finish", "retrieve"]:
+    """After tuning, refinement goes on unless the rounds tuning was charged spent the budget, or its kernel
+    reached the early stop."""
+    return "finish" if budget_spent(state) or reached_early_stop(state) else "retrieve"

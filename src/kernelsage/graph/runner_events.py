@@ -19,7 +19,7 @@ DETAIL_CHARS = 160  # a failed round's reason, cut to its first line and this ma
 
 @dataclass(frozen=True)
 class Event:
-    name: str  # episode_start, round, commit (and, from elsewhere, run_start, episode_end, model_retry)
+    name: str  # episode_start, round, tune, commit (and, from elsewhere, run_start, episode_end, model_retry)
     message: str  # the line a person reads
     fields: dict[str, Any] = field(default_factory=dict)  # the same facts for a machine
 
@@ -59,6 +59,17 @@ def round_verdict(attempt: Mapping[str, Any], *, task_id: str, budget: int | Non
                                   "latency_s": latency, "detail": first_line(attempt.get("detail") or "")})
 
 
+def tuning_done(record: Mapping[str, Any], *, task_id: str) -> Event:
+    """The tuning step's outcome: the configuration kept and why, or why it stopped."""
+    error = record.get("error")
+    winner = " ".join(f"{name}={value}" for name, value in (record.get("winner") or {}).items())
+    words = (f"{task_id}: tuning stopped: {first_line(error)}" if error else
+             f"{task_id}: tuned in {record.get('evaluations')} evaluations: {winner} kept, {record.get('decision')}")
+    return Event("tune", words, {"operator": task_id, "winner": record.get("winner"), "default": record.get("default"),
+                                 "gain": record.get("gain"), "evaluations": record.get("evaluations"),
+                                 "error": error})
+
+
 def memory_committed(update: Mapping[str, Any], *, task_id: str) -> Event:
     """The curator's commit: the ATU credits, the new experiences and what consolidation promoted."""
     credits = update.get("credits") or {}
@@ -77,11 +88,13 @@ def memory_committed(update: Mapping[str, Any], *, task_id: str) -> Event:
 
 
 def step_events(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Event]:
-    """What happened between two states of one episode: the rounds judged, then the memory committed."""
+    """What happened between two states of one episode: a tuning, the rounds judged, then the memory committed."""
     task_id = str(after.get("task_id") or before.get("task_id") or "?")
     budget = after.get("budget")
+    tuned = len(before.get("tuning") or [])
+    events = [tuning_done(record, task_id=task_id) for record in (after.get("tuning") or [])[tuned:]]
     seen = len(before.get("attempts") or [])
-    events = [round_verdict(attempt, task_id=task_id, budget=budget) for attempt in (after.get("attempts") or [])[seen:]]
+    events += [round_verdict(attempt, task_id=task_id, budget=budget) for attempt in (after.get("attempts") or [])[seen:]]
     if after.get("memory_update") is not None and before.get("memory_update") is None:
         events.append(memory_committed(after["memory_update"], task_id=task_id))
     return events

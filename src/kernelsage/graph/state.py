@@ -32,6 +32,7 @@ class EpisodeState(TypedDict):
     round: NotRequired[int]  # candidates written so far
     budget: NotRequired[int]
     early_stop_speedup: NotRequired[float | None]
+    tuning_budget: NotRequired[int]  # compiles plus profiles the tuning step may spend; 0: it does not run
     hot_version: NotRequired[int | None]
     shown: NotRequired[list[Json]]  # PromptItem: this round's items, replaced at each retrieval
     pending: NotRequired[Json | None]  # PendingCandidate
@@ -40,6 +41,7 @@ class EpisodeState(TypedDict):
     first_correct: NotRequired[Json | None]  # Attempt
     best: NotRequired[Json | None]  # Attempt
     diagnosis: NotRequired[str | None]
+    tuning: NotRequired[Annotated[list[Json], operator.add]]  # TuningResult.to_dict(), or {"error": ...}
     result: NotRequired[Json | None]  # EpisodeOutcome, written by `finish` before memory changes
     memory_update: NotRequired[Json | None]  # MemoryUpdate, written by `curator`
 

@@ -1,5 +1,7 @@
 """Tunables of a cpu kernel: `KS_TUNABLE(NAME, default, other values...)` lines (kernelsage_cpu.h), read from the
-source as text, and applied by a generated `ks_tuning.h` that the ABI header includes when it is present."""
+source as text, and applied by a generated `ks_tuning.h` that the ABI header includes when it is present. The
+reader and the header's text are shared with the Ascend dialect (`ascend_tunables`), whose header declares the
+same macro."""
 
 from __future__ import annotations
 
@@ -61,18 +63,30 @@ def _declaration(arguments: str, file: str, line: int) -> Tunable:
     return Tunable(name, tuple(values), line)
 
 
-def cpu_space(files: dict[str, str]) -> TuningSpace:
-    """The grid of a cpu candidate's declared tunables (every combination of their values)."""
-    if TUNING_HEADER in files:
-        raise TuningError(f"the candidate brings its own {TUNING_HEADER}: that name is the tuner's (rename it)")
+def macro_space(files: dict[str, str], header: str, macro_header: str) -> TuningSpace:
+    """The grid of the `KS_TUNABLE` declarations in `files` (every combination of their values). `header`: the
+    name the tuner's generated header takes among the candidate's files, which the candidate may not use;
+    `macro_header`: kernelsage's header that defines the macro, named when nothing is declared."""
+    if header in files:
+        raise TuningError(f"the candidate brings its own {header}: that name is the tuner's (rename it)")
     tunables = [t for name, text in sorted(files.items()) for t in parse_cpu_tunables(text, name)]
     if not tunables:
         raise TuningError("no tunable parameters declared: add KS_TUNABLE(NAME, default, other values...) lines "
-                          "(see kernelsage_cpu.h)")
+                          f"(see {macro_header})")
     return grid_space(tunables)
+
+
+def tuning_header(config: Config) -> str:
+    """The text of the generated header that sets every parameter of `config` (`KS_TUNE_<name>`)."""
+    lines = [f"#define KS_TUNE_{name} KS_TUNED({value})" for name, value in config]
+    return "/* written by kernelsage tune */\n" + "\n".join(lines) + "\n"
+
+
+def cpu_space(files: dict[str, str]) -> TuningSpace:
+    """The grid of a cpu candidate's declared tunables (every combination of their values)."""
+    return macro_space(files, TUNING_HEADER, "kernelsage_cpu.h")
 
 
 def apply_cpu_config(files: dict[str, str], config: Config) -> dict[str, str]:
     """The candidate's files with `ks_tuning.h` setting every parameter of `config`."""
-    lines = [f"#define KS_TUNE_{name} KS_TUNED({value})" for name, value in config]
-    return {**files, TUNING_HEADER: "/* written by kernelsage tune */\n" + "\n".join(lines) + "\n"}
+    return {**files, TUNING_HEADER: tuning_header(config)}

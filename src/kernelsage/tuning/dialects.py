@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kernelsage.tuning.ascend_tunables import apply_ascend_config, ascend_space
 from kernelsage.tuning.cpu_tunables import apply_cpu_config, cpu_space
 from kernelsage.tuning.space import Config, TuningError, TuningSpace
 from kernelsage.tuning.triton_tunables import apply_triton_config, triton_space
@@ -14,6 +15,7 @@ Applier = Callable[[dict[str, str], Config], dict[str, str]]
 DIALECTS: dict[str, tuple[SpaceReader, Applier]] = {
     "cpu": (cpu_space, apply_cpu_config),
     "triton": (triton_space, apply_triton_config),
+    "ascend": (ascend_space, apply_ascend_config),
 }
 
 
@@ -22,5 +24,5 @@ def dialect_for(backend: str) -> tuple[SpaceReader, Applier]:
     try:
         return DIALECTS[backend]
     except KeyError:
-        raise TuningError(f"tuning is not available for the {backend} backend yet (cpu and triton are; the "
-                          "ascend design is in docs/tuning.md)") from None
+        raise TuningError(f"tuning is not available for the {backend} backend (only for "
+                          f"{', '.join(DIALECTS)}: docs/tuning.md)") from None

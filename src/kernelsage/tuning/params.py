@@ -24,3 +24,4 @@ class TuningParams:
 
 
 DEFAULT_BUDGET = TuningParams().budget
+FIRST_COST = 2  # a configuration's first evaluation: one compile, one profile (the least budget that tunes)

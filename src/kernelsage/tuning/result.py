@@ -58,4 +58,5 @@ class TuningResult:
         data = {k: v for k, v in asdict(self).items() if k != "tried"}
         data["tried"] = [t.to_dict() for t in self.tried]
         data["evaluations"] = self.evaluations
+        data["gain"] = list(self.gain) if self.gain else None  # as JSON reads it back (the episode's state and record)
         return data

@@ -13,7 +13,7 @@ from kernelsage.tools.backend import KernelBackend
 from kernelsage.tools.evaluator import evaluate_candidate
 from kernelsage.tools.results import Candidate, Evaluation
 from kernelsage.tuning.dialects import dialect_for
-from kernelsage.tuning.params import TuningParams
+from kernelsage.tuning.params import FIRST_COST, TuningParams
 from kernelsage.tuning.result import TriedConfig, TuningResult
 from kernelsage.tuning.search import (
     Measurement,
@@ -28,8 +28,6 @@ from kernelsage.tuning.search import (
     survivors,
 )
 from kernelsage.tuning.space import Config, TuningError, TuningSpace, describe, neighbours
-
-FIRST_COST = 2  # a configuration's first evaluation: one compile, one profile
 
 
 class _Run:

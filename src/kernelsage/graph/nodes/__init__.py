@@ -13,8 +13,9 @@ from kernelsage.graph.nodes.generator import make_generator_node
 from kernelsage.graph.nodes.optimizer import make_optimizer_node
 from kernelsage.graph.nodes.retrieve import make_retrieve_node
 from kernelsage.graph.nodes.start import make_start_node
+from kernelsage.graph.nodes.tune import make_tune_node
 
 __all__ = [
     "finish", "make_adoption_gate_node", "make_curator_node", "make_diagnostician_node", "make_evaluate_node",
-    "make_generator_node", "make_optimizer_node", "make_retrieve_node", "make_start_node",
+    "make_generator_node", "make_optimizer_node", "make_retrieve_node", "make_start_node", "make_tune_node",
 ]

@@ -1,4 +1,5 @@
-"""curator: when the episode ends, credit the memory (ATU), store new experiences, consolidate (UGC).
+"""curator: when the episode ends, credit the memory (ATU), store new experiences (the model's lessons from the
+episode's transitions, and a tuning win's lesson), consolidate (UGC).
 
 Experience extraction and rule abstraction are advisory: when their model call fails, the episode's
 credits are still committed, with no new lessons, and a validated item waits for its rule until a later
@@ -27,6 +28,7 @@ from kernelsage.graph.nodes.bounds import (
 )
 from kernelsage.graph.nodes.model_calls import call_model, run_config, text_of
 from kernelsage.graph.nodes.prompting import first_error, render
+from kernelsage.graph.nodes.tuning_lesson import tuning_lessons
 from kernelsage.graph.records import Attempt, MemoryUpdate, as_state
 from kernelsage.graph.resources import AgentResources
 from kernelsage.graph.state import EpisodeState, attempts, best_attempt, exposures, first_correct
@@ -76,7 +78,7 @@ def _first_error(attempt: Attempt) -> str:
 def transitions(state: EpisodeState) -> list[tuple[str, str, str]]:
     """(kind, evidence, diff) for each lesson the trajectory teaches: what fixed a compile error,
     what fixed a wrong result, what made the kernel faster."""
-    evaluated = [a for a in attempts(state) if a.evaluated]
+    evaluated = [a for a in attempts(state) if a.evaluated and not a.tuned]  # the model's own rounds
     found: list[tuple[str, str, str]] = []
     for before, after in itertools.pairwise(evaluated):
         if not before.compiled and after.compiled:
@@ -86,7 +88,8 @@ def transitions(state: EpisodeState) -> list[tuple[str, str, str]]:
             message = bound((verify.message if verify else "") or before.status, MAX_SUMMARY_CHARS)
             found.append(("fixed a wrong result", f"{before.status}: {message}", code_diff(before, after)))
     first, best = first_correct(state), best_attempt(state)
-    if first and best and best.round != first.round and first.latency and best.latency:
+    # A tuned best teaches its lesson from the tuning record (`tuning_lesson`), with the gain it measured.
+    if first and best and best.round != first.round and first.latency and best.latency and not best.tuned:
         found.append(("made it faster", f"{first.latency * 1e3:.4f} ms -> {best.latency * 1e3:.4f} ms",
                       code_diff(first, best)))
     return found
@@ -160,7 +163,9 @@ def make_curator_node(resources: AgentResources) -> Callable[..., dict[str, Any]
         if memory.params.adoption == "audited":  # credit only the adoptions the code shows
             trace = audited_trace(trace, audit)
         category = resources.tasks(state["task_id"]).category
-        lessons = extract_experiences(state, resources, category) if memory.policy.learns else []
+        lessons = (extract_experiences(state, resources, category)
+                   + tuning_lessons(state, category=category, backend=resources.backend.name)
+                   if memory.policy.learns else [])
         committed = memory.commit_episode(trace, new_items=lessons)
         consolidation = None
         if settings.consolidate and memory.policy.uses_hot_memory:

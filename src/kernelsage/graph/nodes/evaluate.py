@@ -29,9 +29,8 @@ def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any
         if attempt.correct:
             if state.get("first_correct") is None:
                 update |= {"first_correct": as_state(attempt), "stage": "refine"}
-            best = best_attempt(state)
-            attempt = rechecked(resources.backend, task, attempt, best)
-            if best is None or attempt.improves_on(best):
+            attempt, is_best = against_best(resources.backend, task, attempt, best_attempt(state))
+            if is_best:
                 update["best"] = as_state(attempt)
             update["diagnosis"] = None
         return update | {"attempts": [as_state(attempt)]}
@@ -39,10 +38,18 @@ def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any
     return evaluate
 
 
+def against_best(backend: KernelBackend, task: Task, attempt: Attempt, best: Attempt | None) -> tuple[Attempt, bool]:
+    """A correct `attempt` rechecked against the best so far, and whether it becomes the best: the rule that
+    keeps every correct round (a refinement's, a tuned configuration's)."""
+    attempt = rechecked(backend, task, attempt, best)
+    return attempt, best is None or attempt.improves_on(best)
+
+
 def rechecked(backend: KernelBackend, task: Task, attempt: Attempt, best: Attempt | None) -> Attempt:
     """`attempt`, with the best kernel so far profiled again beside it when it claims to beat it (what
-    `Attempt.improves_on` holds it against); as it is otherwise. One extra profile per claimed improvement."""
-    if best is None or not attempt.clearly_faster_than(best):
+    `Attempt.improves_on` holds it against); as it is otherwise. One extra profile per claimed improvement,
+    except a claim so large that the machine's drift between runs cannot make it (`Attempt.faster_beyond_drift`)."""
+    if best is None or not attempt.clearly_faster_than(best) or attempt.faster_beyond_drift(best):
         return attempt
     profiled = profile_again(backend, task, best.files)
     if profiled is None or profiled.candidate is None or profiled.reference is None:

@@ -24,6 +24,7 @@ def make_start_node(resources: AgentResources) -> Callable[..., dict[str, Any]]:
             "round": 0,
             "budget": settings.budget,
             "early_stop_speedup": settings.early_stop_speedup,
+            "tuning_budget": settings.tuning_budget,
             "pending": None,
             "first_correct": None,
             "best": None,

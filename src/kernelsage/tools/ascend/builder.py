@@ -36,6 +36,7 @@ from kernelsage.tools.ascend.glue import (
     HEADER,
     MODULE_FILE,
     PACKAGE,
+    TUNING_MACROS,
     HostHeaders,
     msopgen_glue_source,
 )
@@ -89,6 +90,7 @@ class AscendBuilder:
         material = json.dumps({"files": sorted(files.items()), "toolchain": self.toolchain.describe(),
                                "layout": dataclasses.asdict(layout) if layout else None,
                                "arch": self.arch, "soc": self.soc, "header": HEADER.read_text(),
+                               "tuning_macros": TUNING_MACROS.read_text(),
                                "glue": DIRECT_GLUE.read_text(), "helper": (PACKAGE / GLUE_HELPER).read_text(),
                                "headers": dataclasses.asdict(self.headers)})
         return hashlib.sha256(material.encode()).hexdigest()[:32]
@@ -146,6 +148,7 @@ class AscendBuilder:
         for name, text in files.items():
             (build_dir / name).write_text(text)
         shutil.copyfile(HEADER, build_dir / HEADER.name)
+        shutil.copyfile(TUNING_MACROS, build_dir / TUNING_MACROS.name)
         shutil.copyfile(self.direct_glue_object(), build_dir / commands.DIRECT_GLUE_OBJECT)
 
     def _place_msopgen(self, files: dict[str, str], build_dir: Path, signature: OpSignature,
@@ -154,6 +157,8 @@ class AscendBuilder:
             path = build_dir / commands.CANDIDATE_DIR / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+        # beside op_host's sources, it travels with them into the project (a quoted include finds it there)
+        shutil.copyfile(TUNING_MACROS, build_dir / commands.CANDIDATE_DIR / "op_host" / TUNING_MACROS.name)
         # The description only shapes msopgen's skeleton: the candidate's OpDef replaces it, types included.
         (build_dir / commands.OPGEN_SPEC).write_text(commands.opgen_spec(signature, ["float32", "float16"]))
         if suite is None:

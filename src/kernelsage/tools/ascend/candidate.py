@@ -5,8 +5,9 @@
   stream it is given (`kernelsage_ascend.h`); optional plain-named headers beside it.
 - msopgen (NPUKernelBench answers): `op_host/<op>.cpp` (the OpDef, its shape inference and TilingFunc),
   `op_kernel/<op>.cpp` (`extern "C" __global__ __aicore__ void <op>(GM_ADDR ..., GM_ADDR workspace,
-  GM_ADDR tiling)`), and optionally `op_host/<op>_tiling.h`. The operator is built as a custom op package
-  and called through its generated aclnn API.
+  GM_ADDR tiling)`), and optionally `op_host/<op>_tiling.h` (and `op_host/ks_tuning.h`, the configuration
+  `kernelsage tune` is trying). The operator is built as a custom op package and called through its
+  generated aclnn API.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 
 DIRECT, MSOPGEN, SUITE = "direct", "msopgen", "suite"  # suite: msopgen built through the task's own glue
 DIRECT_SOURCE = "kernel.cpp"
+# `kernelsage tune`'s configuration, beside the host sources (kernel.cpp, or op_host/), where the build also
+# places kernelsage's KS_TUNABLE header, which includes it (docs/tuning.md)
+TUNING_HEADER, TUNING_MACROS_NAME = "ks_tuning.h", "kernelsage_tuning.h"
 HEADER_SUFFIXES = (".h", ".hpp")
 OP_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 OP_ADD = re.compile(r"\bOP_ADD\s*\(\s*(\w+)\s*\)")
@@ -99,7 +103,8 @@ def classify_layout(files: dict[str, str]) -> Layout:
         op = kernels[0].removesuffix(".cpp")
         if not OP_NAME.match(op):
             raise LayoutError(f"operator file name {op!r} must be snake_case (letters, digits, underscores)")
-        allowed = {f"op_host/{op}.cpp", f"op_kernel/{op}.cpp", f"op_host/{op}_tiling.h", f"op_kernel/{op}_tiling.h"}
+        allowed = {f"op_host/{op}.cpp", f"op_kernel/{op}.cpp", f"op_host/{op}_tiling.h", f"op_kernel/{op}_tiling.h",
+                   f"op_host/{TUNING_HEADER}"}
         extra = [n for n in names if n not in allowed]
         if extra:
             raise LayoutError(f"unexpected files in an msopgen candidate: {extra}; allowed: {sorted(allowed)}")

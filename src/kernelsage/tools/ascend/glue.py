@@ -14,11 +14,12 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelsage.tools.ascend.candidate import OpSignature
+from kernelsage.tools.ascend.candidate import TUNING_MACROS_NAME, OpSignature
 from kernelsage.tools.ascend.toolchain import ToolchainProblem
 
 PACKAGE = Path(__file__).parent
 HEADER = PACKAGE / "kernelsage_ascend.h"
+TUNING_MACROS = PACKAGE / TUNING_MACROS_NAME  # KS_TUNABLE for host code; placed beside the host sources
 DIRECT_GLUE = PACKAGE / "glue_direct.cpp"
 MODULE_NAME = "kernelsage_ascend_candidate"  # the Python module every built candidate is
 MODULE_FILE = f"{MODULE_NAME}.so"

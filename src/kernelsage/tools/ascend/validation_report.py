@@ -25,14 +25,14 @@ class Row:
     surprises: tuple[str, ...]
 
 
-def _load(path: Path) -> Any:
+def load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
 
 
-def _last_line(path: Path) -> str:
+def last_line(path: Path) -> str:
     try:
         lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
@@ -95,8 +95,8 @@ def doctor_lines(checks: Any) -> tuple[dict[str, str], list[str]]:
 
 def render(directory: Path, tasks: list[str]) -> tuple[str, bool]:
     """The report's text and whether anything was a surprise."""
-    items, surprises = doctor_lines(_load(directory / "doctor.json"))
-    rows = [kernel_row(t, _load(directory / f"{t}.json"), _last_line(directory / f"{t}.err")) for t in tasks]
+    items, surprises = doctor_lines(load_json(directory / "doctor.json"))
+    rows = [kernel_row(t, load_json(directory / f"{t}.json"), last_line(directory / f"{t}.err")) for t in tasks]
     lines = [f"CANN:    {items.get('ascend CANN', 'unknown')}", f"layout:  {items.get('ascend layout', 'unknown')}",
              f"SoC:     {items.get('ascend SoC', 'unknown')}", ""]
     header = ("kernel", "compile", "verify", "profile")
