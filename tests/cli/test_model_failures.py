@@ -17,7 +17,7 @@ import pytest
 
 from kernelsage.evals.records import EpisodeRecord
 from kernelsage.graph.records import Attempt
-from tests.models.openai_server import error, garbage, serve
+from tests.models.openai_server import embeddings_env, error, garbage, serve
 
 ENDPOINT = "http://127.0.0.1:9/v1"
 
@@ -73,7 +73,7 @@ def test_a_stream_stopped_by_a_failing_endpoint_ends_non_zero_and_says_why_every
             [sys.executable, "-m", "kernelsage", "run", "--model", "openai:test-model", "--order", "level:1",
              "--limit", "4", "--budget", "3", "--run-id", run_id, "--namespace", f"down-{run_id}"],
             capture_output=True, text=True, cwd=tmp_path, timeout=300, stdin=subprocess.DEVNULL,
-            env={**env, "KERNELSAGE_MODEL_BASE_URL": server.url})
+            env={**env, "KERNELSAGE_MODEL_BASE_URL": server.url, **embeddings_env(server.url)})
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]

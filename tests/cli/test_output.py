@@ -18,7 +18,8 @@ import pytest
 
 from tests.evals.test_report import FIXTURE
 from tests.graph.scripts import candidate, example_source
-from tests.models.openai_server import answer, serve
+from tests.models.openai_server import answer, embeddings_env, serve
+from tests.scale.helpers import shared_build_cache
 
 WIDTH = 80
 
@@ -26,7 +27,8 @@ WIDTH = 80
 def _env(database_url: str, server_url: str, tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "DATABASE_URL": database_url, "COLUMNS": str(WIDTH), "HF_HUB_OFFLINE": "1",
             "KERNELSAGE_MODEL_BASE_URL": server_url, "KERNELSAGE_MODEL_API_KEY": "sk-test",
-            "KERNELSAGE_MODEL_ATTEMPTS": "1", "KERNELSAGE_CACHE": str(tmp_path / "cache")}
+            "KERNELSAGE_MODEL_ATTEMPTS": "1", "KERNELSAGE_CACHE": str(shared_build_cache(tmp_path)),
+            **embeddings_env(server_url)}
 
 
 def _stream_args(run_id: str, namespace: str) -> list[str]:

@@ -71,7 +71,7 @@ def test_run_goes_through_an_npukernelbench_level_with_a_scripted_model(database
     (a labelled test double): level 1 of a suite in NPUKernelBench's layout, shapes scaled to a budget, one task
     whose reference needs an NPU and one that does not load (both recorded as harness errors) and one solved."""
     from tests.graph.scripts import candidate
-    from tests.models.openai_server import answer, serve
+    from tests.models.openai_server import answer, embeddings_env, serve
 
     run_dir = tmp_path / "run"
     env = {**os.environ, "DATABASE_URL": database_url, "HF_HUB_OFFLINE": "1", "KERNELSAGE_MODEL_API_KEY": "sk-test",
@@ -83,7 +83,7 @@ def test_run_goes_through_an_npukernelbench_level_with_a_scripted_model(database
              "--run-dir", str(run_dir), "--namespace", f"npu-{tmp_path.name}", "--shape-budget", "4KiB",
              "--time-limit", "60", "--json"],
             capture_output=True, text=True, timeout=600, cwd=tmp_path,
-            env={**env, "KERNELSAGE_MODEL_BASE_URL": server.url})
+            env={**env, "KERNELSAGE_MODEL_BASE_URL": server.url, **embeddings_env(server.url)})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     records = {r["task_id"]: r for r in map(json.loads, (run_dir / "sage.jsonl").read_text().splitlines())}
     assert set(records) == {"level1/Activation/FastGeluNpu", "level1/Activation/GeluCustom", "level1/Broken/NoCases"}

@@ -6,11 +6,21 @@ an HTTP error, a body that is not JSON, a `finish_reason: length` cut, a context
 null gets HTTP 500. With `alternating_roles`, like the chat templates of Mistral and Llama-2 style models
 (vLLM, llama.cpp), a conversation whose turns do not alternate gets HTTP 400 (see `roles_alternate`). Every
 request body is kept in `.requests`; the rejected ones are counted in `.rejected`.
+
+It also answers `/v1/embeddings`, outside the script and `.requests`, with made-up vectors (`embedding_vector`:
+words hashed into buckets), so that a command under test can be pointed at it
+(`KERNELSAGE_EMBEDDINGS=openai:...`, `embeddings_env`) instead of loading the local embedding model in every
+process it starts: retrieval then goes by shared words, not meaning.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import math
+import re
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -98,6 +108,42 @@ def as_messages(request: dict[str, Any]) -> list[BaseMessage]:
     return messages
 
 
+EMBEDDING_DIMENSION = 384
+
+
+def embedding_vector(text: str) -> list[float]:
+    """The test double's embedding: the text's words hashed into EMBEDDING_DIMENSION buckets, normalised, so
+    texts that share words are near. Never all zeros (a cosine distance needs a length)."""
+    vector = [0.0] * EMBEDDING_DIMENSION
+    for word in re.findall(r"\w+", text.lower()):
+        vector[int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little")
+               % EMBEDDING_DIMENSION] += 1.0
+    vector[0] += 1e-3
+    norm = math.sqrt(sum(v * v for v in vector))
+    return [v / norm for v in vector]
+
+
+def embeddings_reply(request: dict[str, Any]) -> Reply:
+    """An OpenAI embeddings response for the request's input (floats, or base64 as the openai client asks)."""
+    texts = request.get("input", [])
+    texts = [texts] if isinstance(texts, str) else texts
+    as_base64 = request.get("encoding_format") == "base64"
+    data = []
+    for index, text in enumerate(texts):
+        vector = embedding_vector(str(text))
+        encoded: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode() if as_base64 else vector
+        data.append({"object": "embedding", "index": index, "embedding": encoded})
+    body = {"object": "list", "data": data, "model": request.get("model", "test-embeddings"),
+            "usage": {"prompt_tokens": 0, "total_tokens": 0}}
+    return Reply(body=json.dumps(body).encode())
+
+
+def embeddings_env(server_url: str) -> dict[str, str]:
+    """The variables that point a command's embeddings at the test double (see the module's docstring)."""
+    return {"KERNELSAGE_EMBEDDINGS": "openai:test-embeddings", "KERNELSAGE_EMBEDDINGS_BASE_URL": server_url,
+            "KERNELSAGE_EMBEDDINGS_API_KEY": "sk-test"}
+
+
 ALTERNATION_ERROR = "Conversation roles must alternate user/assistant/user/assistant/..."
 
 
@@ -145,7 +191,8 @@ def serve(script: list[Behaviour], *, reject_null_content: bool = False,
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-            reply = fake.next_reply(request)
+            reply = embeddings_reply(request) if self.path.rstrip("/").endswith("/embeddings") \
+                else fake.next_reply(request)
             if reply.delay:
                 time.sleep(reply.delay)
             try:

@@ -21,7 +21,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from tests.graph.scripts import SLOW, candidate, example_source
-from tests.models.openai_server import Reply, answer
+from tests.models.openai_server import Reply, answer, embeddings_env
 
 TASKS = ("l1_relu", "l1_leaky_relu")  # the ReLU answer solves the first and is a wrong result on the second
 
@@ -63,10 +63,19 @@ def _kernel(messages: list[BaseMessage]) -> AIMessage:
     return candidate(SLOW if prompt.startswith("# Make it faster") else example_source("l1_relu"))(messages)
 
 
+def shared_build_cache(tmp_path: Path) -> Path:
+    """One build cache for the tests of a pytest worker (beside their temp folders): they compile the same few
+    kernels, and the cache is made for processes that share it (as runs on one machine do)."""
+    return tmp_path.parent / "build-cache"
+
+
 def env(database_url: str, server_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The command's environment: the stand-in server for the model and the embeddings (each process of a run,
+    Ray's workers included, would otherwise load the local embedding model, seconds apiece on two cores)."""
     return {**os.environ, "DATABASE_URL": database_url, "HF_HUB_OFFLINE": "1", "COLUMNS": "120",
             "KERNELSAGE_MODEL_BASE_URL": server_url, "KERNELSAGE_MODEL_API_KEY": "sk-test",
-            "KERNELSAGE_MODEL_ATTEMPTS": "1", "KERNELSAGE_CACHE": str(tmp_path / "cache"), **extra}
+            "KERNELSAGE_MODEL_ATTEMPTS": "1", "KERNELSAGE_CACHE": str(shared_build_cache(tmp_path)),
+            **embeddings_env(server_url), **extra}
 
 
 def compare_args(run_id: str, namespace: str, order: Path, policies: str = "sage,none",
