@@ -22,13 +22,6 @@ if ! command -v bwrap >/dev/null 2>&1; then
              "isolation (see 'kernelsage doctor')" >&2
     fi
 fi
-[ -d .venv ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[embedded,local-embeddings,dev,ray,triton]"
-# the wheel's pgvector is built for AVX-512 CPUs: where it cannot run, build it for this one
-bash scripts/pgvector_for_this_cpu.sh .venv/bin/python
-
 # Optional: triton-ascend's compiler for the triton backend's npu-frontend device (docs/triton.md), in a
 # virtual environment of its own (it installs the `triton` package too, so it cannot share .venv). About
 # 35 s here (torch from the local wheel, triton-ascend 54 MB); never fails the installation.
@@ -38,10 +31,22 @@ install_triton_ascend() {
     [ -d .venv-triton-ascend ] || "$PYTHON" -m venv .venv-triton-ascend || return 1
     .venv-triton-ascend/bin/python -m pip install --quiet "torch==2.13.0" "triton_ascend==3.2.0" "pybind11==3.1.0"
 }
+# It goes on beside the main installation (pip mostly waits on one core): about 35 s less set-up.
+triton_ascend=""
 if [ "${KERNELSAGE_SKIP_TRITON_ASCEND:-0}" != "1" ]; then
-    if ! install_triton_ascend; then
-        echo "warning: triton-ascend was not installed in .venv-triton-ascend; the triton backend's npu-frontend" \
-             "device is unavailable (see 'kernelsage doctor --backend triton')" >&2
-    fi
+    install_triton_ascend &
+    triton_ascend=$!
+fi
+
+[ -d .venv ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[embedded,local-embeddings,dev,ray,triton]"
+# the wheel's pgvector is built for AVX-512 CPUs: where it cannot run, build it for this one
+bash scripts/pgvector_for_this_cpu.sh .venv/bin/python
+
+if [ -n "$triton_ascend" ] && ! wait "$triton_ascend"; then
+    echo "warning: triton-ascend was not installed in .venv-triton-ascend; the triton backend's npu-frontend" \
+         "device is unavailable (see 'kernelsage doctor --backend triton')" >&2
 fi
 echo "kernelsage installed in .venv: try '.venv/bin/kernelsage --version'"
