@@ -80,3 +80,13 @@ def test_the_same_lesson_taught_twice_in_one_episode_is_stored_once(episode, sto
     assert [item.text for item in lessons] == ["Parallelise the outermost loop."]
     assert "fixed a compile error" in lessons[0].evidence and "made it faster" in lessons[0].evidence
     assert lessons[0].metadata["family"] == "activation"  # the task's category: where near-duplicates merge
+
+
+def test_files_submitted_again_keep_their_verdict_and_are_not_judged_again(episode) -> None:
+    source = example_source("l1_relu")
+    state, _ = episode([candidate(source), candidate(source)], budget=2, seed_knowledge=False)
+    first, again = state["attempts"]
+    assert again["candidate_hash"] == first["candidate_hash"] and again["round"] == 2
+    assert again["evaluation"] == first["evaluation"]  # the very profile of round 1: two would differ in timings
+    assert again["detail"].startswith("the same files as round 1")
+    assert state["best"]["round"] == 1 and state["result"]["self_speedup"] == 1.0

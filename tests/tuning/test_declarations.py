@@ -9,7 +9,15 @@ import pytest
 
 from kernelsage.tools.triton.source_check import check_source
 from kernelsage.tuning.cpu_tunables import TUNING_HEADER, apply_cpu_config, cpu_space, parse_cpu_tunables
-from kernelsage.tuning.space import Tunable, TuningError, describe, grid_space, listed_space, neighbours
+from kernelsage.tuning.space import (
+    Tunable,
+    TuningError,
+    describe,
+    grid_space,
+    listed_space,
+    neighbours,
+    probes,
+)
 from kernelsage.tuning.triton_tunables import apply_triton_config, find_autotune, triton_space
 
 TOOLS = Path(__file__).resolve().parents[2] / "src" / "kernelsage" / "tools"
@@ -108,6 +116,17 @@ def test_neighbours_move_one_parameter_nearest_values_first() -> None:
     listed = listed_space([{"A": 1, "B": 1}, {"A": 4, "B": 2}, {"A": 2, "B": 1}])
     assert neighbours(listed, listed.default) == [(("A", 2), ("B", 1))]  # 2 is next to 1 among A's values
     assert neighbours(listed, (("A", 4), ("B", 2))) == []  # no configuration differs from it in one parameter
+
+
+def test_the_first_probes_span_each_parameters_range_before_refining() -> None:
+    space = grid_space([Tunable("LANES", (1, 2, 4, 8, 16)), Tunable("CHUNK", (4, 1, 2, 8)), Tunable("REREAD", (0, 1))])
+    first = probes(space, space.default)
+    assert sorted(first) == sorted(neighbours(space, space.default))  # the same configurations, another order
+    # each parameter's farthest value, then its nearest, then its next farthest...; parameters in turn
+    assert [dict(c) for c in first[:6]] == [
+        {"LANES": 16, "CHUNK": 4, "REREAD": 0}, {"LANES": 1, "CHUNK": 1, "REREAD": 0},
+        {"LANES": 1, "CHUNK": 4, "REREAD": 1}, {"LANES": 2, "CHUNK": 4, "REREAD": 0},
+        {"LANES": 1, "CHUNK": 2, "REREAD": 0}, {"LANES": 8, "CHUNK": 4, "REREAD": 0}]  # CHUNK: 1 two steps, 2 one
 
 
 def test_a_configuration_is_cut_at_the_right_place_after_non_ascii_text() -> None:

@@ -47,6 +47,11 @@ from kernelsage.memory_backend.params import DEFAULT_NAMESPACE
 
 NO_CODE = "no code was produced"
 RunDirOption = typer.Option(None, "--run-dir", help="Where records and reports go (default: runs/<run id>).")
+TuningBudgetOption = typer.Option(
+    None, "--tuning-budget", min=0, envvar="KERNELSAGE_TUNING_BUDGET",
+    help="Compiles plus profiles each episode may spend tuning the tunables (KS_TUNABLE, triton.Config) of its "
+         "first correct kernel that declares them, charged one round per two; 0 (default): no tuning. "
+         "See docs/tuning.md. Env: KERNELSAGE_TUNING_BUDGET.")
 ParamOption = typer.Option(
     [], "--param", "-p", envvar="KERNELSAGE_PARAMS",
     help="A memory hyperparameter NAME=VALUE, repeatable (delta, beta, gamma, eta_min, K_ado, K_op, B, mu, T, "
@@ -88,7 +93,7 @@ def _stream_command(command: str, *, as_json: bool, run_id: str | None, run_dir:
 def _experiment(*, policies: list[str], model: str, suite: str, suite_format: str, order: str, seed: int,
                 limit: int | None, backend: str, budget: int, namespace: str, run_id: str,
                 run_dir: Path, frozen_memory: Path | None, top_k: int | None, params: list[str],
-                adoption: str | None = None):
+                adoption: str | None = None, tuning_budget: int | None = None):
     """The experiment the options describe, and its chat model; every argument that can be checked without
     loading torch, the suite or the database is checked first, so a typo is refused in a second or two."""
     from kernelsage.memory_backend.params import parse_overrides
@@ -98,6 +103,10 @@ def _experiment(*, policies: list[str], model: str, suite: str, suite_format: st
     check_suite(suite)
     check_order(order)
     check_frozen_memory(frozen_memory)
+    if tuning_budget is not None:
+        from kernelsage.tuning.params import check_episode_budget
+
+        check_episode_budget(tuning_budget)
     overrides = parse_overrides([p for text in params for p in text.replace(",", " ").split()])
     if adoption is not None:
         if overrides.get("adoption", adoption) != adoption:
@@ -115,8 +124,8 @@ def _experiment(*, policies: list[str], model: str, suite: str, suite_format: st
 
     experiment = Experiment(run_id=run_id, run_dir=run_dir, model=model, policies=policies, namespace=namespace,
                             suite=suite, suite_format=suite_format, order=order, seed=seed, limit=limit,
-                            backend=backend, budget=budget, top_k=top_k, frozen_memory=frozen_memory,
-                            params=overrides)
+                            backend=backend, budget=budget, tuning_budget=tuning_budget, top_k=top_k,
+                            frozen_memory=frozen_memory, params=overrides)
     return experiment, chat_model
 
 
@@ -253,6 +262,7 @@ def run(
     limit: int | None = typer.Option(None, min=1, help="Only the first N tasks of the stream."),
     backend: str = typer.Option("cpu", help="Kernel backend."),
     budget: int = typer.Option(30, min=1, help="Candidates per episode (T)."),
+    tuning_budget: int | None = TuningBudgetOption,
     namespace: str = typer.Option(DEFAULT_NAMESPACE, "--namespace", "-n", help="Starting memory namespace."),
     run_id: str | None = typer.Option(None, help="Name of the run; the same id resumes an interrupted run."),
     run_dir: Path | None = RunDirOption,
@@ -276,7 +286,8 @@ def run(
     with exported_settings(shape_budget, memory_limit, time_limit, tolerance):
         _stream_command("run", as_json=as_json, log_format=log_format, policies=[policy], model=model, suite=suite,
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
-                        budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
+                        budget=budget, tuning_budget=tuning_budget, namespace=namespace, run_id=run_id,
+                        run_dir=run_dir,
                         frozen_memory=frozen_memory, top_k=top_k, params=param, adoption=adoption,
                         scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, ray_insecure=ray_insecure, eval_slots=eval_slots,
                                            max_model_calls=max_model_calls))
@@ -292,6 +303,7 @@ def compare(
     limit: int | None = typer.Option(None, min=1),
     backend: str = typer.Option("cpu"),
     budget: int = typer.Option(30, min=1),
+    tuning_budget: int | None = TuningBudgetOption,
     namespace: str = typer.Option(DEFAULT_NAMESPACE, "--namespace", "-n",
                                   help="Starting memory: every policy starts from an identical copy."),
     run_id: str | None = typer.Option(None),
@@ -319,7 +331,8 @@ def compare(
     with exported_settings(shape_budget, memory_limit, time_limit, tolerance):
         _stream_command("compare", as_json=as_json, log_format=log_format, policies=chosen, model=model, suite=suite,
                         suite_format=suite_format, order=order, seed=seed, limit=limit, backend=backend,
-                        budget=budget, namespace=namespace, run_id=run_id, run_dir=run_dir,
+                        budget=budget, tuning_budget=tuning_budget, namespace=namespace, run_id=run_id,
+                        run_dir=run_dir,
                         frozen_memory=frozen_memory, top_k=top_k, params=param, adoption=adoption,
                         scale=ScaleOptions(ray=ray, ray_cpus=ray_cpus, ray_insecure=ray_insecure, eval_slots=eval_slots,
                                            max_model_calls=max_model_calls))

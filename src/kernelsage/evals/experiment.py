@@ -42,6 +42,7 @@ from kernelsage.memory_backend.policies import POLICIES
 from kernelsage.memory_backend.store import MemoryStore
 from kernelsage.tasks.loaders.common import LoadReport
 from kernelsage.tasks.model import Task
+from kernelsage.tuning.params import check_episode_budget
 
 
 @dataclass(kw_only=True)
@@ -58,6 +59,9 @@ class Experiment:
     limit: int | None = None
     backend: str = "cpu"
     budget: int = 30
+    # compiles plus profiles each episode's tuning step may spend (docs/tuning.md); None: the Context's default
+    # (KERNELSAGE_TUNING_BUDGET, else 0 = no tuning)
+    tuning_budget: int | None = None
     top_k: int | None = None
     frozen_memory: Path | None = None  # transfer mode: an exported memory, read-only for the whole run
     params: dict[str, Any] = field(default_factory=dict)  # memory hyperparameters (SageParams overrides)
@@ -70,6 +74,8 @@ class Experiment:
             raise ConfigurationError(f"unknown memory policies {unknown}; choose from {', '.join(POLICIES)}")
         if self.budget < 1:
             raise ConfigurationError(f"budget must be at least 1 round, got {self.budget}")
+        if self.tuning_budget is not None:
+            check_episode_budget(self.tuning_budget)
         if self.frozen_memory is not None and not Path(self.frozen_memory).is_file():
             raise ConfigurationError(f"--frozen-memory {self.frozen_memory}: no such file (an export written by "
                                      "`kernelsage memory export`)")
@@ -173,6 +179,15 @@ def stream_graph(experiment: Experiment, *, chat_model: Any, backend: Any, store
                        embeddings=embeddings, read_only=experiment.frozen_memory is not None)
 
 
+def stream_context(experiment: Experiment, policy: str) -> Context:
+    """The graph's settings for one policy's episodes of the experiment (an unset tuning budget: the Context's
+    own default, KERNELSAGE_TUNING_BUDGET or 0)."""
+    tuning = {} if experiment.tuning_budget is None else {"tuning_budget": experiment.tuning_budget}
+    return Context(namespace=experiment.policy_namespace(policy), policy=policy, budget=experiment.budget,
+                   top_k=experiment.top_k, seed=experiment.seed, consolidate=experiment.frozen_memory is None,
+                   seed_knowledge=False, params=dict(experiment.params), **tuning)
+
+
 def policy_stream(experiment: Experiment, policy: str, *, graph: Any, store: MemoryStore,
                   tasks: list[Task | UnloadableTask], embeddings: Any, model_label: str, backend: str,
                   on_state: Callable[[Task, int, dict[str, Any]], None] | None = None,
@@ -183,9 +198,7 @@ def policy_stream(experiment: Experiment, policy: str, *, graph: Any, store: Mem
     settings = StreamSettings(run_id=f"{experiment.run_id}/{policy}", policy=policy, namespace=namespace,
                               model=model_label, backend=backend, budget=experiment.budget,
                               read_only=experiment.frozen_memory is not None)
-    context = Context(namespace=namespace, policy=policy, budget=experiment.budget, top_k=experiment.top_k,
-                      seed=experiment.seed, consolidate=experiment.frozen_memory is None,
-                      seed_knowledge=False, params=dict(experiment.params))
+    context = stream_context(experiment, policy)
     memory_handle = partial(store.open, namespace, embeddings=embeddings, policy=policy, read_only=True)
     return run_stream(graph, tasks, settings=settings, context=context, records_path=experiment.records_path(policy),
                       memory=(lambda: memory_handle() if policy != "none" else None),

@@ -8,7 +8,7 @@ from typing import Any
 
 from kernelsage.errors import ConfigurationError
 from kernelsage.memory_backend.params import DEFAULT_NAMESPACE, parse_overrides
-from kernelsage.tuning.params import FIRST_COST
+from kernelsage.tuning.params import check_episode_budget
 
 
 def _env_int(name: str, default: int) -> int:
@@ -38,9 +38,7 @@ class Context:
     params: dict[str, Any] = field(default_factory=lambda: parse_overrides(os.environ.get("KERNELSAGE_PARAMS", "")))
 
     def __post_init__(self) -> None:
-        if self.tuning_budget < 0 or 0 < self.tuning_budget < FIRST_COST:
-            raise ConfigurationError(f"tuning budget {self.tuning_budget}: give 0 (no tuning) or at least "
-                                     f"{FIRST_COST} (one compile and one profile of the default)")
+        check_episode_budget(self.tuning_budget)
         self.params = parse_overrides([f"{k}={v}" for k, v in self.params.items()])  # checked, method names too
         # T is the budget: a `rounds` parameter sets it, and the budget is recorded as `rounds`.
         rounds = self.params.get("rounds")

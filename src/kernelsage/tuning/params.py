@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelsage.errors import ConfigurationError
+
 
 @dataclass(frozen=True)
 class TuningParams:
@@ -25,3 +27,10 @@ class TuningParams:
 
 DEFAULT_BUDGET = TuningParams().budget
 FIRST_COST = 2  # a configuration's first evaluation: one compile, one profile (the least budget that tunes)
+
+
+def check_episode_budget(budget: int) -> None:
+    """An episode's tuning budget is 0 (no tuning) or enough for the default's first evaluation."""
+    if budget < 0 or 0 < budget < FIRST_COST:
+        raise ConfigurationError(f"tuning budget {budget}: give 0 (no tuning) or at least {FIRST_COST} (one "
+                                 "compile and one profile of the default)")

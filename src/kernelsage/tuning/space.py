@@ -69,19 +69,41 @@ def listed_space(configs: Sequence[Mapping[str, Value]]) -> TuningSpace:
     return TuningSpace(parameters, unique)
 
 
-def neighbours(space: TuningSpace, config: Config) -> list[Config]:
-    """The allowed configurations that differ from `config` in one parameter, nearest first: a parameter moved
-    to the next larger or smaller of its values (by size) before two steps away, and so on, parameters in turn."""
+def _one_parameter_away(space: TuningSpace, config: Config) -> list[tuple[int, int, Config]]:
+    """(steps, parameter index, configuration) for every allowed configuration that differs from `config` in one
+    parameter; steps: how far that parameter's value moved among its values ordered by size."""
     order = {p.name: sorted(p.values) for p in space.parameters}
     current = dict(config)
+    names = [n for n, _ in config]
     found = []
     for other in space.configs:
         changed = [(name, value) for name, value in other if value != current[name]]
         if len(changed) == 1:
             name, value = changed[0]
             steps = abs(order[name].index(value) - order[name].index(current[name]))
-            found.append((steps, [n for n, _ in config].index(name), other))
-    return [other for _, _, other in sorted(found, key=lambda entry: entry[:2])]
+            found.append((steps, names.index(name), other))
+    return found
+
+
+def neighbours(space: TuningSpace, config: Config) -> list[Config]:
+    """The allowed configurations that differ from `config` in one parameter, nearest first: a parameter moved
+    to the next larger or smaller of its values (by size) before two steps away, and so on, parameters in turn."""
+    return [other for _, _, other in sorted(_one_parameter_away(space, config), key=lambda entry: entry[:2])]
+
+
+def probes(space: TuningSpace, config: Config) -> list[Config]:
+    """The same configurations as `neighbours`, coarse before fine: each parameter's farthest value first, then
+    its nearest, then its next farthest, and so on, parameters in turn. The search's first generation: a best
+    value several steps from the default (a tile 16 times wider) is seen before the budget is spent next to it."""
+    by_parameter: dict[int, list[tuple[int, Config]]] = {}
+    for steps, index, other in _one_parameter_away(space, config):
+        by_parameter.setdefault(index, []).append((steps, other))
+    ranked = []
+    for index, found in by_parameter.items():
+        near = [other for _, other in sorted(found, key=lambda entry: entry[0])]
+        alternating = [near[-1 - n // 2] if n % 2 == 0 else near[n // 2] for n in range(len(near))]
+        ranked += [(rank, index, other) for rank, other in enumerate(alternating)]
+    return [other for _, _, other in sorted(ranked, key=lambda entry: entry[:2])]
 
 
 def describe(config: Config) -> str:

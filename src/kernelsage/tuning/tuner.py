@@ -27,7 +27,7 @@ from kernelsage.tuning.search import (
     rung_reps,
     survivors,
 )
-from kernelsage.tuning.space import Config, TuningError, TuningSpace, describe, neighbours
+from kernelsage.tuning.space import Config, TuningError, TuningSpace, describe, probes
 
 
 class _Run:
@@ -127,10 +127,10 @@ def tune(backend: KernelBackend, task: Task, files: dict[str, str], *, budget: i
 
 
 def _explore(run: _Run, default: Measurement, parents: int, reserve: int) -> list[Measurement]:
-    """Neighbours of the fastest configurations so far, generation by generation, while the budget leaves
-    `reserve` profiles for the halving."""
+    """The default's neighbours coarse before fine (`probes`), then the nearest neighbours of the fastest
+    configurations so far, generation by generation, while the budget leaves `reserve` profiles for the halving."""
     measured = [default]
-    frontier = neighbours(run.space, default.config)
+    frontier = probes(run.space, default.config)
     while frontier and run.left - FIRST_COST >= reserve:
         measurement = run.first(frontier.pop(0))
         if measurement is not None:

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from kernelsage.graph.records import Attempt, Recheck, as_state
 from kernelsage.graph.resources import AgentResources
-from kernelsage.graph.state import EpisodeState, best_attempt, pending_candidate, stage_of
+from kernelsage.graph.state import EpisodeState, attempts, best_attempt, pending_candidate, stage_of
 from kernelsage.tasks.model import Task
 from kernelsage.tools.backend import KernelBackend
 from kernelsage.tools.evaluator import evaluate_candidate, profile_again
@@ -21,10 +21,15 @@ def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any
         pending = pending_candidate(state)
         assert pending is not None, "the gate routes here only with a resolved candidate"
         task = resources.tasks(state["task_id"])
-        evaluation = evaluate_candidate(resources.backend, task, pending.files)
+        candidate_hash = content_hash(pending.files)
+        earlier = judged_before(state, candidate_hash)
+        evaluation = earlier.evaluation if earlier else evaluate_candidate(resources.backend, task, pending.files)
+        assert evaluation is not None
         attempt = Attempt(round=state.get("round", 0), stage=stage_of(state), status=evaluation.status.value,
-                          candidate_hash=content_hash(pending.files), files=pending.files,
-                          adopted=pending.adopted_ids, evaluation=evaluation, prompt_tokens=pending.prompt_tokens)
+                          candidate_hash=candidate_hash, files=pending.files, adopted=pending.adopted_ids,
+                          evaluation=evaluation, prompt_tokens=pending.prompt_tokens,
+                          detail=f"the same files as round {earlier.round}: its verdict, not judged again"
+                          if earlier else "")
         update: dict[str, Any] = {"pending": None}
         if attempt.correct:
             if state.get("first_correct") is None:
@@ -36,6 +41,14 @@ def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any
         return update | {"attempts": [as_state(attempt)]}
 
     return evaluate
+
+
+def judged_before(state: EpisodeState, candidate_hash: str) -> Attempt | None:
+    """The episode's earlier round that submitted these very files and was judged, if any: judging them again
+    would measure the machine, not the kernel (a second profile of one kernel can only differ by noise, and a
+    kernel correct by chance would get another draw), so its verdict stands for the repeat."""
+    return next((a for a in attempts(state) if a.candidate_hash == candidate_hash and a.evaluation is not None),
+                None)
 
 
 def against_best(backend: KernelBackend, task: Task, attempt: Attempt, best: Attempt | None) -> tuple[Attempt, bool]:
