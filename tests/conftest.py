@@ -65,6 +65,7 @@ def work_unit(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest units first (above); the tests of a unit keep their order."""
     units = [work_unit(item.nodeid) for item in items]
     sizes = Counter(units)
     slow = {unit for unit, item in zip(units, items, strict=True) if item.get_closest_marker("slow")}

@@ -221,7 +221,8 @@ def test_the_tuner_builds_each_op_host_configuration_with_its_header(checking_ba
     device = MadeUpDevice(checking_backend, {2048: 3.0, 512: 6.0, 1024: 2.0, 4096: 2.5})
     relu = find_task(load_suite("builtin"), "l1_relu")
     result = tune(device, relu, FILES, budget=24)  # type: ignore[arg-type]  # a KernelBackend by its methods
-    assert [t.values["TILE_LEN"] for t in result.tried] == [2048, 1024, 4096, 512]
+    # the default, then its neighbours coarse before fine (`space.probes`): the farthest, the nearest, the next
+    assert [t.values["TILE_LEN"] for t in result.tried] == [2048, 512, 1024, 4096]
     assert all(t.verdict == "correct" for t in result.tried), [t.message for t in result.tried]
     assert result.winner == {"TILE_LEN": 1024} and result.decision.startswith("clearly faster")
     fresh = [b for b in device.builds if not b.cached]
