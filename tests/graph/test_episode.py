@@ -90,3 +90,4 @@ def test_files_submitted_again_keep_their_verdict_and_are_not_judged_again(episo
     assert again["evaluation"] == first["evaluation"]  # the very profile of round 1: two would differ in timings
     assert again["detail"].startswith("the same files as round 1")
     assert state["best"]["round"] == 1 and state["result"]["self_speedup"] == 1.0
+

@@ -98,3 +98,26 @@ def test_a_kernel_that_does_a_sixteenth_of_the_work_is_credited(cpu_backend, sui
     assert fast.clearly_faster_than(slow) and not slow.clearly_faster_than(fast)
     outcome = EpisodeOutcome.of(task_id=task.id, episode_id="gain", level=1, rounds=2, attempts=[slow, fast])
     assert outcome.self_speedup > 1.05 and outcome.t_best == fast.latency
+
+
+def test_a_repeat_of_files_whose_claim_the_recheck_undid_gets_no_second_draw() -> None:
+    from kernelsage.graph.nodes.evaluate import make_evaluate_node
+    from kernelsage.graph.records import PendingCandidate, as_state
+    from kernelsage.graph.resources import AgentModels, AgentResources
+    from kernelsage.tools.results import content_hash
+
+    files = {"kernel.cpp": "// the round-2 kernel"}
+    best = _at(1.0, 1.0, 1)
+    drifted = _at(0.6, 1.0, 2, recheck=(0.6, 1.0)).model_copy(update={"files": files,
+                                                                      "candidate_hash": content_hash(files)})
+    assert drifted.clearly_faster_than(best) and not drifted.improves_on(best)  # the recheck undid its claim
+    # the stand-in backend has no compile: judging the repeat, or measuring the best again beside it, would raise
+    node = make_evaluate_node(AgentResources(models=AgentModels(generator=None), backend=object(),
+                                             tasks=lambda task_id: None))
+    state = {"task_id": "l1_relu", "round": 3, "stage": "refine", "attempts": [as_state(best), as_state(drifted)],
+             "best": as_state(best), "first_correct": as_state(best),
+             "pending": as_state(PendingCandidate(files=files))}
+    update = node(state, None)
+    (repeat,) = update["attempts"]
+    assert repeat["evaluation"] == as_state(drifted)["evaluation"] and "best" not in update
+    assert repeat["detail"].startswith("the same files as round 2")

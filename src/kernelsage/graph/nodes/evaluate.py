@@ -34,7 +34,11 @@ def make_evaluate_node(resources: AgentResources) -> Callable[..., dict[str, Any
         if attempt.correct:
             if state.get("first_correct") is None:
                 update |= {"first_correct": as_state(attempt), "stage": "refine"}
-            attempt, is_best = against_best(resources.backend, task, attempt, best_attempt(state))
+            # A repeat was held against the best when first judged: judging it again would be another draw of
+            # the recheck for the same measurement, so it never becomes the best a second time.
+            is_best = False
+            if earlier is None:
+                attempt, is_best = against_best(resources.backend, task, attempt, best_attempt(state))
             if is_best:
                 update["best"] = as_state(attempt)
             update["diagnosis"] = None
