@@ -117,9 +117,9 @@ def _stat(pid: int) -> tuple[str, int, str]:
     return fields[0], int(fields[1]), text[text.index("(") + 1:text.rindex(")")]
 
 
-def _stray_runners(worker: int) -> set[int]:
-    """Live runners that descend from our worker, or whose sandbox lost its parent (then bwrap is reparented to
-    pid 1). Runners of other sessions on this machine, inside their own sandboxes, do not count."""
+def _stray_runners(worker: int, *, orphans: bool = True) -> set[int]:
+    """Live runners that descend from our worker, or (with `orphans`) whose sandbox lost its parent (then bwrap
+    is reparented to pid 1). Runners of other sessions on this machine, inside their own sandboxes, do not count."""
     found = set()
     for entry in Path("/proc").iterdir():
         try:
@@ -133,7 +133,7 @@ def _stray_runners(worker: int) -> set[int]:
                 chain.append(pid)
                 pid = _stat(pid)[1]
             orphaned = _stat(parent)[2] != "bwrap" or not chain or _stat(chain[-1])[2] == "bwrap"
-            if worker in chain or orphaned:
+            if worker in chain or (orphans and orphaned):
                 found.add(int(entry.name))
         except (OSError, ValueError, IndexError):
             continue
@@ -168,10 +168,13 @@ def test_a_dead_worker_is_the_jobs_result_and_is_replaced(tmp_path, relu32):
         job.start()
         worker = backend._sandbox._process
         assert worker is not None
-        in_flight = time.monotonic() + 120  # killed only once the job runs its kernel: a runner under the worker
-        while not _stray_runners(worker.pid) and time.monotonic() < in_flight:
+        # Killed only once the job runs its kernel: a runner under this worker. An orphan elsewhere on the machine
+        # (the other test process tearing down a sandbox) must not count: a kill before the job reached the worker
+        # sends it to a fresh worker, where the stuck kernel runs to its wall limit.
+        in_flight = time.monotonic() + 120
+        while not _stray_runners(worker.pid, orphans=False) and time.monotonic() < in_flight:
             time.sleep(0.1)
-        assert _stray_runners(worker.pid), "the job never started its runner"
+        assert _stray_runners(worker.pid, orphans=False), "the job never started its runner"
         worker.kill()
         job.join(timeout=60)
         assert results and results[0].status is Status.HARNESS_ERROR and "worker" in results[0].message
