@@ -36,6 +36,8 @@ triton_ascend=""
 if [ "${KERNELSAGE_SKIP_TRITON_ASCEND:-0}" != "1" ]; then
     install_triton_ascend &
     triton_ascend=$!
+    # if the main installation fails, the background one must not go on writing after this script has exited
+    trap '[ -z "$triton_ascend" ] || { pkill -TERM -P "$triton_ascend"; kill "$triton_ascend"; } 2>/dev/null; true' EXIT
 fi
 
 [ -d .venv ] || "$PYTHON" -m venv .venv
@@ -45,8 +47,9 @@ fi
 # the wheel's pgvector is built for AVX-512 CPUs: where it cannot run, build it for this one
 bash scripts/pgvector_for_this_cpu.sh .venv/bin/python
 
-if [ -n "$triton_ascend" ] && ! wait "$triton_ascend"; then
-    echo "warning: triton-ascend was not installed in .venv-triton-ascend; the triton backend's npu-frontend" \
-         "device is unavailable (see 'kernelsage doctor --backend triton')" >&2
+if [ -n "$triton_ascend" ]; then
+    wait "$triton_ascend" || echo "warning: triton-ascend was not installed in .venv-triton-ascend; the triton" \
+        "backend's npu-frontend device is unavailable (see 'kernelsage doctor --backend triton')" >&2
+    triton_ascend=""
 fi
 echo "kernelsage installed in .venv: try '.venv/bin/kernelsage --version'"

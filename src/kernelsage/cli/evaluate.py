@@ -20,19 +20,6 @@ from kernelsage.cli.task_options import (
 from kernelsage.errors import ConfigurationError
 
 
-def check_source_file(source: Path) -> None:
-    """Refuse a `--source` that is not a readable file, saying what it is instead: a directory (of kernels,
-    which `eval` scores) or nothing at all."""
-    if source.is_dir():
-        raise ConfigurationError(f"{source} is a directory, not a source file: give the kernel's file (e.g. "
-                                 f"{source}/kernel.cpp), or score a directory of kernels with `{program()} eval "
-                                 f"{source}`")
-    if not source.exists():
-        raise ConfigurationError(f"{source}: no such source file")
-    if not source.is_file():
-        raise ConfigurationError(f"{source} is not a regular file: give the kernel's source file")
-
-
 def kernel_files(directory: Path, candidate_files: tuple[str, ...]) -> dict[str, dict[str, str]]:
     """Kernels by task id, in a tree that mirrors the ids (`level1/1_Scaled_Tanh.cpp` for the task
     `level1/1_Scaled_Tanh`): `<task_id>.<ext>` for one-file backends, or a `<task_id>/` folder of files."""
@@ -69,11 +56,12 @@ def evaluate(
 ) -> None:
     """Compile, verify and profile every kernel; print the metrics (ER, CR, speedups, fast_p). Exit code 1
     when a kernel is not correct (as `check` for one kernel), after printing everything."""
+    from kernelsage.cli.candidate_source import named_for_task
     from kernelsage.evals.metrics import summarize
     from kernelsage.evals.records import EpisodeRecord
     from kernelsage.graph.records import Attempt, EpisodeOutcome
     from kernelsage.tasks.loaders import find_task, load_suite
-    from kernelsage.tools.backend import get_backend
+    from kernelsage.tools.backend import files_to_write, get_backend
     from kernelsage.tools.evaluator import evaluate_candidate
     from kernelsage.tools.results import content_hash
 
@@ -84,6 +72,7 @@ def evaluate(
         report = load_suite(suite, suite_format, shape_budget=shape_budget, tolerance=tolerance, task_ids=found)
         for position, (task_id, files) in enumerate(found.items()):
             task = find_task(report, task_id)
+            files = named_for_task(files, files_to_write(backend, task))
             evaluation = evaluate_candidate(backend, task, files)
             attempt = Attempt(round=1, stage="draft", status=evaluation.status.value, candidate_hash=content_hash(files),
                               files=files, evaluation=evaluation)

@@ -179,18 +179,10 @@ DeviceOption = typer.Option(
                            "KERNELSAGE_TRITON_DEVICE, else cuda where torch sees a GPU, else interpret.")
 
 
-def candidate_name(source: Path, candidate_files: tuple[str, ...]) -> str:
-    """The name the backend sees: a C++ file's own (.cpp, .cc, .cxx), else the backend's one file name
-    (kernel.cpp, kernel.py)."""
-    expected = candidate_files[0]
-    if expected.endswith(".cpp") and source.suffix in (".cpp", ".cc", ".cxx"):
-        return source.name
-    return expected
-
-
 def check(
     task_id: str = typer.Option(..., "--task", "-t", help="Task id (see `kernelsage tasks list`)."),
-    source: Path = typer.Option(..., "--source", help="The candidate kernel source file."),
+    source: Path = typer.Option(..., "--source", help="The candidate kernel source file, or the directory of a "
+                                                      "candidate of several files (op_host + op_kernel)."),
     backend_name: str = typer.Option("cpu", "--backend", "-b", help="Kernel backend."),
     suite: str = SuiteOption,
     format: str = FormatOption,
@@ -205,13 +197,14 @@ def check(
 ) -> None:
     """Compile, verify and (when correct) profile one candidate, exactly as `eval` and the agent do; exit code 0
     only when it is correct (verified, and its profiled output correct)."""
-    from kernelsage.cli.evaluate import check_source_file
+    from kernelsage.cli.candidate_source import check_source_exists, read_candidate
     from kernelsage.tasks.loaders import find_task, load_suite
     from kernelsage.tasks.loaders.tracks import track_for, track_note
     from kernelsage.tools import get_backend
+    from kernelsage.tools.backend import files_to_write
     from kernelsage.tools.evaluator import evaluate_candidate
 
-    check_source_file(source)
+    check_source_exists(source)
     loaded = load_suite(suite, format, shape_budget=shape_budget, tolerance=tolerance, task_ids=[task_id],
                         tolerance_rule=tolerance_rule)
     task = find_task(loaded, task_id)  # only this task is loaded and scaled
@@ -231,8 +224,8 @@ def check(
                           "processes and network.[/]", highlight=False)
         options["unsafe_no_isolation"] = True
     with closing(get_backend(backend_name, **options)) as backend:
-        evaluation = evaluate_candidate(backend, task, {candidate_name(source, backend.candidate_files):
-                                                        source.read_text()})
+        files = read_candidate(source, files_to_write(backend, task), task_id=task.id, backend=backend_name)
+        evaluation = evaluate_candidate(backend, task, files)
     report: dict[str, Any] = {
         "task": task.id, "backend": backend_name, "correct": evaluation.correct, "status": evaluation.status.value,
         "latency": evaluation.latency, "reference_latency": evaluation.reference_latency,

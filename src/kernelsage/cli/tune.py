@@ -8,17 +8,18 @@ from typing import Any
 
 import typer
 
+from kernelsage.cli.candidate_source import check_source_exists, read_candidate
 from kernelsage.cli.common import JsonOption, console, err_console, new_table, print_json, say
-from kernelsage.cli.evaluate import check_source_file
 from kernelsage.cli.task_options import MemoryLimitOption, TimeLimitOption, backend_options
-from kernelsage.cli.tasks import DeviceOption, FormatOption, SuiteOption, candidate_name
+from kernelsage.cli.tasks import DeviceOption, FormatOption, SuiteOption
 from kernelsage.errors import ConfigurationError
 from kernelsage.tuning.params import DEFAULT_BUDGET
 
 
 def tune(
     task_id: str = typer.Option(..., "--task", "-t", help="Task id (see `kernelsage tasks list`)."),
-    source: Path = typer.Option(..., "--source", help="The kernel source file that declares tunables."),
+    source: Path = typer.Option(..., "--source", help="The kernel source file that declares tunables, or "
+                                "the directory of a candidate of several files (op_host + op_kernel)."),
     suite: str = SuiteOption,
     format: str = FormatOption,
     backend_name: str = typer.Option("cpu", "--backend", "-b",
@@ -35,9 +36,10 @@ def tune(
     print them, and the winner against the default with its interval. A tie keeps the default."""
     from kernelsage.tasks.loaders import find_task, load_suite
     from kernelsage.tools import get_backend
+    from kernelsage.tools.backend import files_to_write
     from kernelsage.tuning import tune as run_tuning
 
-    check_source_file(source)
+    check_source_exists(source)
     task = find_task(load_suite(suite, format, task_ids=[task_id]), task_id)
     options: dict[str, Any] = backend_options(memory_limit, time_limit)
     if reps is not None:
@@ -47,7 +49,7 @@ def tune(
             raise ConfigurationError(f"--device chooses a triton device; the {backend_name} backend has none")
         options["device"] = device
     with closing(get_backend(backend_name, **options)) as backend:
-        files = {candidate_name(source, backend.candidate_files): source.read_text(encoding="utf-8")}
+        files = read_candidate(source, files_to_write(backend, task), task_id=task.id, backend=backend_name)
         result = run_tuning(backend, task, files, budget=budget,
                             on_tried=lambda tried: say(f"tried {_values(tried.values)}: {tried.verdict}",
                                                        to=err_console))
