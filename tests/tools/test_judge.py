@@ -117,40 +117,68 @@ def _stat(pid: int) -> tuple[str, int, str]:
     return fields[0], int(fields[1]), text[text.index("(") + 1:text.rindex(")")]
 
 
-def _stray_runners(worker: int, *, orphans: bool = True) -> set[int]:
-    """Live runners that descend from our worker, or (with `orphans`) whose sandbox lost its parent (then bwrap
-    is reparented to pid 1). Runners of other sessions on this machine, inside their own sandboxes, do not count."""
+def _runners_under(worker: int) -> set[int]:
+    """Live processes of runner sandboxes (the outer bwrap, whose command line names the runner, and the runner)
+    that descend from our worker. Sandboxes of other processes on this machine (the other pytest-xdist
+    process's) do not count, whatever state their teardown is in."""
     found = set()
     for entry in Path("/proc").iterdir():
         try:
             if not entry.name.isdigit() or "/ks/ks_runner" not in (entry / "cmdline").read_text():
                 continue
-            state, parent, _ = _stat(int(entry.name))
+            state, pid, _ = _stat(int(entry.name))
             if state in "ZX":
                 continue
-            chain, pid = [], parent
-            while pid > 1:
-                chain.append(pid)
+            while pid > 1 and pid != worker:
                 pid = _stat(pid)[1]
-            orphaned = _stat(parent)[2] != "bwrap" or not chain or _stat(chain[-1])[2] == "bwrap"
-            if worker in chain or (orphans and orphaned):
+            if pid == worker:
                 found.add(int(entry.name))
         except (OSError, ValueError, IndexError):
             continue
     return found
 
 
+def _still_running(pids: set[int]) -> set[int]:
+    """Those of `pids` that still run a runner (not ended, not a zombie, not a new process under an old pid)."""
+    alive = set()
+    for pid in pids:
+        try:
+            if "/ks/ks_runner" in Path(f"/proc/{pid}/cmdline").read_text() and _stat(pid)[0] not in "ZX":
+                alive.add(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return alive
+
+
 def test_a_timeout_kills_the_whole_sandbox_and_the_next_candidate_works(cpu_backend, build, relu32):
-    started = time.monotonic()
-    result = cpu_backend.verify(build("relu32", "infinite_loop.cpp").artifact, relu32)
-    assert result.status is Status.TIMEOUT and time.monotonic() - started < cpu_backend.run_limits.wall_s + 10
+    stuck = build("relu32", "infinite_loop.cpp").artifact
     worker = cpu_backend._sandbox._process
     assert worker is not None
+    # This job's own runner processes, named while it runs: once killed they may leave the worker's tree
+    # (reparented), so they are followed by pid, not found again by ancestry.
+    seen: set[int] = set()
+    judged = threading.Event()
+
+    def watch() -> None:
+        while not judged.is_set():
+            seen.update(_runners_under(worker.pid))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    started = time.monotonic()
+    try:
+        result = cpu_backend.verify(stuck, relu32)
+    finally:
+        judged.set()
+        watcher.join()
+    assert result.status is Status.TIMEOUT and time.monotonic() - started < cpu_backend.run_limits.wall_s + 10
+    assert seen, "the job's runner was never seen"
     # a killed sandbox is torn down in moments, slower on a busy machine; a runner that survived loops on
     deadline = time.monotonic() + 15
-    while _stray_runners(worker.pid) and time.monotonic() < deadline:
+    while _still_running(seen) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _stray_runners(worker.pid), "a runner survived its timeout"
+    assert not _still_running(seen), "a runner survived its timeout"
     assert not list(cpu_backend._sandbox.root.glob("job-*")), "a job directory was left behind"
     assert cpu_backend.verify(build("relu32", EXAMPLES / "l1_relu.cpp").artifact, relu32).correct
 
@@ -168,13 +196,13 @@ def test_a_dead_worker_is_the_jobs_result_and_is_replaced(tmp_path, relu32):
         job.start()
         worker = backend._sandbox._process
         assert worker is not None
-        # Killed only once the job runs its kernel: a runner under this worker. An orphan elsewhere on the machine
-        # (the other test process tearing down a sandbox) must not count: a kill before the job reached the worker
-        # sends it to a fresh worker, where the stuck kernel runs to its wall limit.
+        # Killed only once the job runs its kernel: a runner under this worker. Another process's sandbox must not
+        # count: a kill before the job reached the worker sends it to a fresh worker, where the stuck kernel runs
+        # to its wall limit.
         in_flight = time.monotonic() + 120
-        while not _stray_runners(worker.pid, orphans=False) and time.monotonic() < in_flight:
+        while not _runners_under(worker.pid) and time.monotonic() < in_flight:
             time.sleep(0.1)
-        assert _stray_runners(worker.pid, orphans=False), "the job never started its runner"
+        assert _runners_under(worker.pid), "the job never started its runner"
         worker.kill()
         job.join(timeout=60)
         assert results and results[0].status is Status.HARNESS_ERROR and "worker" in results[0].message
