@@ -100,9 +100,12 @@ class MemoryStore:
         return transaction(self.pool)
 
     def migrate(self) -> list[int]:
-        """Apply the migrations this database lacks, under a lock; returns the versions applied now."""
-        with self._transaction() as conn:
-            return schema.migrate(conn)
+        """Apply the migrations this database lacks, under a lock; returns the versions applied now.
+
+        Re-run from the start when the server aborts it for a deadlock: its DDL takes exclusive locks table by
+        table, which a reader of those tables (another process's index maintenance) can meet in the other order.
+        """
+        return run_transaction(self.pool, schema.migrate)
 
     def applied_migrations(self) -> list[int]:
         with self._transaction() as conn:
@@ -118,9 +121,8 @@ class MemoryStore:
 
     def create_namespace(self, name: str, *, embedding_dim: int, embedding_model: str) -> NamespaceInfo:
         """Create a namespace (idempotent when the dimension and model agree) and its vector index."""
-        with self._transaction() as conn:
-            return namespaces.create_namespace(conn, name, embedding_dim=embedding_dim,
-                                               embedding_model=embedding_model)
+        return run_transaction(self.pool, lambda conn: namespaces.create_namespace(
+            conn, name, embedding_dim=embedding_dim, embedding_model=embedding_model))
 
     def open(
         self,
