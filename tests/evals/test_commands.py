@@ -99,24 +99,42 @@ def test_the_offline_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "replayed from a recording" in markdown and payload["hot_rules"][0]["text"] in markdown
 
 
+def _demo_script(request: dict) -> object:
+    """The scripted double that made the demo's recording, answering over HTTP from each prompt (labelled: not a
+    model). Unlike a replay of the recording, it answers whatever this machine's verdicts made the prompt say:
+    on a busy machine a round can miss a speed verdict the recording has, which a replay would refuse."""
+    from tests.models.openai_server import as_messages, completion
+
+    from kernelsage.demo.script import demo_answer
+
+    message = demo_answer(as_messages(request))
+    calls = [{"name": call["name"], "args": call["args"]} for call in message.tool_calls]
+    return completion(str(message.content), tool_calls=calls or None)
+
+
 def test_run_records_a_stream_and_a_rerun_resumes_without_repeating_it(tmp_path: Path) -> None:
-    from kernelsage.demo.run import recording_path
+    from tests.models.openai_server import embeddings_env, serve
+
     from kernelsage.demo.script import DEMO_TASKS
 
     order = tmp_path / "order.txt"
     order.write_text("\n".join(DEMO_TASKS[:2]) + "\n")
-    env = {"KERNELSAGE_HOME": str(tmp_path / "home"), "DATABASE_URL": ""}
-    args = ("run", "--model", f"replay:{recording_path()}", "--order", f"file:{order}", "--budget", "3",
-            "--top-k", "64", "--run-id", "r1", "--json")
-    first = _kernelsage(*args, env=env, cwd=tmp_path)
-    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    summary = json.loads(first.stdout)["summary"]["sage"]["overall"]
-    assert (summary["er"]["n"], summary["er"]["total"]) == (2, 2)
-    records = (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines()
-    again = _kernelsage(*args, env=env, cwd=tmp_path)
-    assert again.returncode == 0, again.stderr[-2000:]
-    assert (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines() == records  # nothing ran twice
-    stats = _kernelsage("memory", "stats", "--run", "r1", "--json", env=env, cwd=tmp_path)  # as `run` says
+    args = ("run", "--model", "openai:demo-script", "--order", f"file:{order}", "--budget", "3", "--top-k", "64",
+            "--run-id", "r1", "--json")
+    with serve([_demo_script]) as server:
+        env = {"KERNELSAGE_HOME": str(tmp_path / "home"), "DATABASE_URL": "", "KERNELSAGE_MODEL_API_KEY": "sk-test",
+               "KERNELSAGE_MODEL_BASE_URL": server.url, **embeddings_env(server.url)}
+        first = _kernelsage(*args, env=env, cwd=tmp_path)
+        assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+        summary = json.loads(first.stdout)["summary"]["sage"]["overall"]
+        assert (summary["er"]["n"], summary["er"]["total"]) == (2, 2)
+        records = (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines()
+        asked = len(server.requests)
+        again = _kernelsage(*args, env=env, cwd=tmp_path)
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert (tmp_path / "runs" / "r1" / "sage.jsonl").read_text().splitlines() == records  # nothing ran twice
+        assert len(server.requests) == asked  # and the model was asked nothing
+        stats = _kernelsage("memory", "stats", "--run", "r1", "--json", env=env, cwd=tmp_path)  # as `run` says
     assert json.loads(stats.stdout)["episodes"] == 2 and json.loads(stats.stdout)["namespace"] == "cpu/cpp/default@r1/sage"
 
 
