@@ -6,7 +6,7 @@ import pytest
 
 from kernelsage.memory_backend.store import MemoryStore
 from tests.graph.fakes import fake_embeddings
-from tests.graph.scripts import BROKEN, SLOW, candidate, example_source, tool_call
+from tests.graph.scripts import BROKEN, FAST, SLOW, candidate, example_source, tool_call
 
 
 def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded, store: MemoryStore,
@@ -16,7 +16,7 @@ def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded,
         tool_call("summarize_compiler_errors"),                 # the diagnostician looks closer
         "The return statement lacks a semicolon; add it and compute y = max(x, 0).",
         candidate(SLOW),                                        # round 2: correct, slow
-        candidate(example_source("l1_relu"), adopt=lambda ids: set(ids[:2])),  # round 3: faster
+        candidate(FAST, adopt=lambda ids: set(ids[:2])),                    # round 3: faster
         "- Finish every C++ statement with a semicolon before compiling.\n- Drop redundant passes over memory.",
     ], budget=3, top_k=2)
 
@@ -71,7 +71,7 @@ def test_the_same_lesson_taught_twice_in_one_episode_is_stored_once(episode, sto
         candidate(BROKEN),                                      # round 1: does not compile
         "Add the missing semicolon.",                           # the diagnosis
         candidate(SLOW),                                        # round 2: correct, slow
-        candidate(example_source("l1_relu")),                   # round 3: faster
+        candidate(FAST),                                        # round 3: faster
         "- Parallelise the outermost loop.\n- parallelise the  outermost loop.",  # one lesson for both transitions
     ], budget=3, seed_knowledge=False)
 
