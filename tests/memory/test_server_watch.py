@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import psutil
+from psycopg.conninfo import conninfo_to_dict
 
 from kernelsage.memory_backend.server_watch import is_postmaster_of, stop_server
 
@@ -24,8 +25,12 @@ def test_a_stale_pid_file_naming_another_process_signals_nothing(tmp_path: Path)
 
 
 def test_the_session_server_is_recognised_by_its_data_directory(database_url: str) -> None:
+    # this session's server, not another on the machine (the other test process's, a `memory serve`): the
+    # embedded server's socket lives in its data directory
+    session_data = Path(conninfo_to_dict(database_url)["host"]).resolve()
     servers = [p for p in psutil.process_iter(["name", "cmdline"])
-               if p.info["name"] == "postgres" and "-D" in (p.info["cmdline"] or [])]
+               if p.info["name"] == "postgres" and "-D" in (cmdline := p.info["cmdline"] or [])
+               and Path(cmdline[cmdline.index("-D") + 1]).resolve() == session_data]
     assert servers, "the session's embedded server is not running"
     cmdline = servers[0].info["cmdline"]
     pgdata = Path(cmdline[cmdline.index("-D") + 1])
