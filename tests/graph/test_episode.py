@@ -6,11 +6,13 @@ import pytest
 
 from kernelsage.memory_backend.store import MemoryStore
 from tests.graph.fakes import fake_embeddings
-from tests.graph.scripts import BROKEN, FAST, SLOW, candidate, example_source, tool_call
+from tests.graph.scripts import BROKEN, FAST, MEDIAN_CALLS, SLOW, candidate, example_source, tool_call
 
 
 def test_a_full_episode_credits_each_shown_item_by_the_formulas(episode, seeded, store: MemoryStore,
-                                                                  namespace: str) -> None:
+                                                                  namespace: str, cpu_backend,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu_backend, "reps", MEDIAN_CALLS)  # the lessons below need "made it faster"
     state, model = episode([
         candidate(BROKEN),                                      # round 1: does not compile
         tool_call("summarize_compiler_errors"),                 # the diagnostician looks closer
@@ -65,8 +67,10 @@ def test_a_run_top_k_above_the_pool_size_is_recorded_as_the_pool_retrieval_reads
     assert resources.memory(Context(namespace=namespace, seed_knowledge=False)).params.top_k == store.params.top_k
 
 
-def test_the_same_lesson_taught_twice_in_one_episode_is_stored_once(episode, store: MemoryStore,
-                                                                      namespace: str) -> None:
+def test_the_same_lesson_taught_twice_in_one_episode_is_stored_once(episode, store: MemoryStore, namespace: str,
+                                                                      cpu_backend,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu_backend, "reps", MEDIAN_CALLS)  # the lesson below needs "made it faster"
     state, _ = episode([
         candidate(BROKEN),                                      # round 1: does not compile
         "Add the missing semicolon.",                           # the diagnosis
