@@ -61,10 +61,17 @@ def test_each_wrong_shape_is_named(tmp_path: Path) -> None:
                                                                "candidate is source code"
     crowd = _write(tmp_path / "crowd", {f"part{n}.h": "//" for n in range(65)} | {"kernel.cpp": "//"})
     assert "holds 66 files; a candidate has at most 64" in _refusal(crowd, ("kernel.cpp",))
+    huge = _write(tmp_path / "huge", {"kernel.cpp": "//"})
+    with (huge / "kernel.cpp").open("r+b") as sparse:  # a log given by mistake: refused before it is read
+        sparse.truncate(5 << 20)
+    assert _refusal(huge / "kernel.cpp", ("kernel.cpp",)) == (f"{huge}/kernel.cpp holds more than 4 MiB: a "
+                                                              "candidate is the source code of one kernel")
+    assert "holds more than 4 MiB" in _refusal(huge, ("kernel.cpp",))
 
 
 def test_eval_names_a_one_file_kernel_as_the_task_expects() -> None:
     assert named_for_task({"kernel.cpp": "//"}, ("op_kernel/add_custom.cpp",)) == {"op_kernel/add_custom.cpp": "//"}
     assert named_for_task({"kernel.cpp": "//"}, ("kernel.cpp",)) == {"kernel.cpp": "//"}
+    assert named_for_task({"kernel.py": "#"}, ("kernel.py",)) == {"kernel.py": "#"}
     pair = {name: "//" for name in MSOPGEN}
     assert named_for_task(pair, MSOPGEN) == pair

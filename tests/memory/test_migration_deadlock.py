@@ -13,7 +13,6 @@ import pytest
 from kernelsage.memory_backend import migrations
 from kernelsage.memory_backend.database import open_pool
 from kernelsage.memory_backend.store import MemoryStore
-from tests.memory.test_migrations import empty_database  # noqa: F401  (a database of its own, dropped after)
 
 WAITING_ON_HOT_EVENTS = """
     SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
@@ -21,8 +20,7 @@ WAITING_ON_HOT_EVENTS = """
 """
 
 
-def test_a_migration_aborted_by_a_deadlock_is_run_again(empty_database: str,  # noqa: F811
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_migration_aborted_by_a_deadlock_is_run_again(empty_database: str, monkeypatch: pytest.MonkeyPatch) -> None:
     pool = open_pool(empty_database)
     try:
         with monkeypatch.context() as old:  # the schema as release 5 left it: migration 6 alters both tables
@@ -48,7 +46,21 @@ def test_a_migration_aborted_by_a_deadlock_is_run_again(empty_database: str,  # 
         assert isinstance(store, MemoryStore), store
         assert store.applied_migrations() == [v for v, _, _ in migrations.MIGRATIONS]
     finally:
-        pool.close()
+        pool.close()  # its connections exit, and with them the count of the deadlock they met
+    assert _deadlocks(empty_database) >= 1, "no deadlock happened: the test did not exercise the retry"
+
+
+def _deadlocks(url: str) -> int:
+    """The server's count of deadlocks in this database (a backend reports it at the latest when it exits)."""
+    deadline = time.monotonic() + 15
+    with psycopg.connect(url, autocommit=True) as conn:
+        while True:
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            count = conn.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+                                 ).fetchone()[0]
+            if count or time.monotonic() > deadline:
+                return int(count)
+            time.sleep(0.1)
 
 
 def _open(pool: object) -> object:

@@ -3,12 +3,8 @@ and then works (retrieval, consolidation, deleting a namespace) as a fresh one d
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
 from kernelsage.memory_backend import migrations
 from kernelsage.memory_backend.database import open_pool
@@ -17,17 +13,6 @@ from kernelsage.memory_backend.params import SageParams
 from kernelsage.memory_backend.store import MemoryStore
 from tests.memory.helpers import seed_items, unit_vectors
 from tests.memory.test_hybrid import Pointing
-
-
-@pytest.fixture
-def empty_database(database_url: str) -> Iterator[str]:
-    """A database of its own on the session's server (migrations are per database), dropped afterwards."""
-    name = f"ks_migration_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield make_conninfo(database_url, dbname=name)
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def _events(conn: psycopg.Connection, namespace_id: int) -> list[tuple[int, str]]:

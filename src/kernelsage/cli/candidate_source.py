@@ -36,10 +36,11 @@ def candidate_name(source: Path, expected: tuple[str, ...]) -> str:
 
 
 def named_for_task(files: dict[str, str], expected: tuple[str, ...]) -> dict[str, str]:
-    """A one-file kernel under the name the task fixes (`eval` finds `<task_id>.cpp`; a NPUKernelBench task's
-    kernel-only candidate is op_kernel/<op>.cpp); other candidates as they are."""
-    if len(files) == 1 and len(expected) == 1 and "/" in expected[0]:
-        return {expected[0]: next(iter(files.values()))}
+    """A one-file kernel under the name the backend sees for the task (`candidate_name`: `eval` finds
+    `<task_id>.cpp`, a NPUKernelBench task's kernel-only candidate is op_kernel/<op>.cpp); others as they are."""
+    if len(files) == 1 and len(expected) == 1:
+        ((name, text),) = files.items()
+        return {candidate_name(Path(name), expected): text}
     return files
 
 
@@ -70,14 +71,19 @@ def _directory_files(directory: Path) -> dict[str, str]:
     if len(paths) > MAX_FILES:
         raise ConfigurationError(f"{directory} holds {len(paths)} files; a candidate has at most {MAX_FILES}: "
                                  "give the directory of one kernel")
-    if sum(p.stat().st_size for p in paths) > MAX_BYTES:
-        raise ConfigurationError(f"{directory} holds more than {MAX_BYTES >> 20} MiB: give the directory of one "
-                                 "kernel")
+    _check_size(directory, sum(p.stat().st_size for p in paths))
     return {p.relative_to(directory).as_posix(): _text(p) for p in paths}
+
+
+def _check_size(source: Path, size: int) -> None:
+    if size > MAX_BYTES:
+        raise ConfigurationError(f"{source} holds more than {MAX_BYTES >> 20} MiB: a candidate is the source code "
+                                 "of one kernel")
 
 
 def _text(path: Path) -> str:
     try:
+        _check_size(path, path.stat().st_size)
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigurationError(f"{path} is not UTF-8 text (byte {exc.start}): a candidate is source code") from None
